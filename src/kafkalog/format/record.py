@@ -145,7 +145,11 @@ def decode_records_v2(
     pos = start
     for _ in range(count):
         record_start = pos
-        length, pos = _varint(buf, pos, end, 5, "record length", position_base)
+        b = buf[pos] if pos < end else 0x80
+        if b < 0x80:
+            length, pos = (b >> 1) ^ -(b & 1), pos + 1
+        else:
+            length, pos = _varint(buf, pos, end, 5, "record length", position_base)
         body_end = pos + length
         if length < 0 or body_end > end:
             raise InvalidRecordError(
@@ -160,9 +164,21 @@ def decode_records_v2(
                 position=position_base + record_start,
             )
         pos += 1  # attributes: unused
-        ts_delta, pos = _varint(buf, pos, body_end, 10, "timestamp delta", position_base)
-        offset_delta, pos = _varint(buf, pos, body_end, 5, "offset delta", position_base)
-        key_len, pos = _varint(buf, pos, body_end, 5, "key length", position_base)
+        b = buf[pos]  # the body holds at least 6 bytes (checked above)
+        if b < 0x80:
+            ts_delta, pos = (b >> 1) ^ -(b & 1), pos + 1
+        else:
+            ts_delta, pos = _varint(buf, pos, body_end, 10, "timestamp delta", position_base)
+        b = buf[pos] if pos < body_end else 0x80
+        if b < 0x80:
+            offset_delta, pos = (b >> 1) ^ -(b & 1), pos + 1
+        else:
+            offset_delta, pos = _varint(buf, pos, body_end, 5, "offset delta", position_base)
+        b = buf[pos] if pos < body_end else 0x80
+        if b < 0x80:
+            key_len, pos = (b >> 1) ^ -(b & 1), pos + 1
+        else:
+            key_len, pos = _varint(buf, pos, body_end, 5, "key length", position_base)
         if key_len < 0:
             if key_len != -1:
                 raise InvalidRecordError(
@@ -179,7 +195,11 @@ def decode_records_v2(
                 )
             key = bytes(buf[pos : pos + key_len])
             pos += key_len
-        value_len, pos = _varint(buf, pos, body_end, 5, "value length", position_base)
+        b = buf[pos] if pos < body_end else 0x80
+        if b < 0x80:
+            value_len, pos = (b >> 1) ^ -(b & 1), pos + 1
+        else:
+            value_len, pos = _varint(buf, pos, body_end, 5, "value length", position_base)
         if value_len < 0:
             if value_len != -1:
                 raise InvalidRecordError(
@@ -196,7 +216,11 @@ def decode_records_v2(
                 )
             value = bytes(buf[pos : pos + value_len])
             pos += value_len
-        header_count, pos = _varint(buf, pos, body_end, 5, "header count", position_base)
+        b = buf[pos] if pos < body_end else 0x80
+        if b < 0x80:
+            header_count, pos = (b >> 1) ^ -(b & 1), pos + 1
+        else:
+            header_count, pos = _varint(buf, pos, body_end, 5, "header count", position_base)
         if header_count < 0:
             raise InvalidRecordError(
                 f"Found invalid number of record headers {header_count}",
