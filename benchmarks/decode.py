@@ -37,15 +37,24 @@ def make_data(n: int, batch_bytes: int, codec: str, headers: int, magic: int) ->
     while offset < n:
         count = min(per_batch, n - offset)
         if magic == 2:
-            b = KpBuilder(magic=2, compression_type=CODECS[codec], is_transactional=False,
-                          producer_id=-1, producer_epoch=-1, base_sequence=-1,
-                          batch_size=1 << 30)
+            b = KpBuilder(
+                magic=2,
+                compression_type=CODECS[codec],
+                is_transactional=False,
+                producer_id=-1,
+                producer_epoch=-1,
+                base_sequence=-1,
+                batch_size=1 << 30,
+            )
         else:
             b = KpLegacyBuilder(magic=magic, compression_type=CODECS[codec], batch_size=1 << 30)
         for i in range(count):
             key = b"key-%012d" % (offset + i)
-            value = (b'{"user":%08d,"event":"page_view","page":"/item/%06d","ms":%013d}'
-                     % (offset + i, (offset + i) * 7 % 999_999, 1_700_000_000_000 + offset + i))
+            value = b'{"user":%08d,"event":"page_view","page":"/item/%06d","ms":%013d}' % (
+                offset + i,
+                (offset + i) * 7 % 999_999,
+                1_700_000_000_000 + offset + i,
+            )
             value = value.ljust(100, b" ")
             ts = 1_700_000_000_000 + (offset + i) // 50
             if magic == 2:
@@ -114,8 +123,15 @@ def encode_aiokafka(rows, per_batch: int, codec: str) -> int:
 def encode_kafka_python(rows, per_batch: int, codec: str) -> int:
     size = 0
     for start in range(0, len(rows), per_batch):
-        b = KpBuilder(magic=2, compression_type=CODECS[codec], is_transactional=False,
-                      producer_id=-1, producer_epoch=-1, base_sequence=-1, batch_size=1 << 30)
+        b = KpBuilder(
+            magic=2,
+            compression_type=CODECS[codec],
+            is_transactional=False,
+            producer_id=-1,
+            producer_epoch=-1,
+            base_sequence=-1,
+            batch_size=1 << 30,
+        )
         for i, (ts, key, value) in enumerate(rows[start : start + per_batch]):
             b.append(i, timestamp=ts, key=key, value=value, headers=[])
         size += len(b.build())
@@ -164,29 +180,44 @@ def main() -> None:
     for magic, batch_bytes, codec, headers in DATASETS:
         data = make_data(args.records, batch_bytes, codec, headers, magic)
         row = {"magic": magic, "batch_bytes": batch_bytes, "codec": codec, "headers": headers}
-        for name, fn in (("kafkalog", decode_kafkalog), ("kafka-python", decode_kafka_python),
-                         ("aiokafka", decode_aiokafka)):
+        for name, fn in (
+            ("kafkalog", decode_kafkalog),
+            ("kafka-python", decode_kafka_python),
+            ("aiokafka", decode_aiokafka),
+        ):
             assert fn(data) == args.records
-            row[name] = args.records / cpu_median(lambda fn=fn: fn(data), args.repeat) / 1e6
+            row[name] = args.records / cpu_median(lambda fn=fn, d=data: fn(d), args.repeat) / 1e6
         results["decode"].append(row)
         label = f"v{magic} {batch_bytes // 1024}KB {codec} {headers}h"
-        print(f"{label:34} {row['kafkalog']:9.2f} {row['kafka-python']:9.2f} "
-              f"{row['aiokafka']:9.2f} {row['kafkalog'] / row['aiokafka']:6.2f}")
+        print(
+            f"{label:34} {row['kafkalog']:9.2f} {row['kafka-python']:9.2f} "
+            f"{row['aiokafka']:9.2f} {row['kafkalog'] / row['aiokafka']:6.2f}"
+        )
     rows = [
         (1_700_000_000_000 + i // 50, b"key-%012d" % i, (b"v%d" % i).ljust(100, b" "))
         for i in range(args.records)
     ]
     per_batch = 16_384 // 124
-    print(f"{'encode (16KB batches)':34} {'kafkalog':>9} {'kafka-py':>9} {'aiokafka':>9} {'ratio':>6}")
+    print(
+        f"{'encode (16KB batches)':34} {'kafkalog':>9} {'kafka-py':>9} {'aiokafka':>9} {'ratio':>6}"
+    )
     for codec in CODECS:
         row = {"codec": codec}
-        for name, fn in (("kafkalog", encode_kafkalog), ("kafka-python", encode_kafka_python),
-                         ("aiokafka", encode_aiokafka)):
-            row[name] = args.records / cpu_median(
-                lambda fn=fn: fn(rows, per_batch, codec), args.repeat) / 1e6
+        for name, fn in (
+            ("kafkalog", encode_kafkalog),
+            ("kafka-python", encode_kafka_python),
+            ("aiokafka", encode_aiokafka),
+        ):
+            row[name] = (
+                args.records
+                / cpu_median(lambda fn=fn, c=codec: fn(rows, per_batch, c), args.repeat)
+                / 1e6
+            )
         results["encode"].append(row)
-        print(f"{'v2 16KB ' + codec:34} {row['kafkalog']:9.2f} {row['kafka-python']:9.2f} "
-              f"{row['aiokafka']:9.2f} {row['kafkalog'] / row['aiokafka']:6.2f}")
+        print(
+            f"{'v2 16KB ' + codec:34} {row['kafkalog']:9.2f} {row['kafka-python']:9.2f} "
+            f"{row['aiokafka']:9.2f} {row['kafkalog'] / row['aiokafka']:6.2f}"
+        )
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=1)

@@ -33,7 +33,11 @@ def build_segment() -> bytes:
     out = bytearray()
     offset = 0
     # Legacy message sets first, as an old broker would have left them (magic 1, then magic 0).
-    for magic, codec in ((1, CompressionType.NONE), (1, CompressionType.GZIP), (0, CompressionType.SNAPPY)):
+    for magic, codec in (
+        (1, CompressionType.NONE),
+        (1, CompressionType.GZIP),
+        (0, CompressionType.SNAPPY),
+    ):
         builder = MemoryRecordsBuilder(magic=magic, compression=codec, base_offset=offset)
         for i in range(3):
             key, value = event(offset + i)

@@ -1,6 +1,6 @@
 """The project's exceptions, each carrying the Kafka error code it corresponds to.
 
-Bad bytes raise :class:`CorruptRecordError` or :class:`InvalidRecordError` (both also ``ValueError``),
+Bad bytes raise :class:`CorruptRecordError` or :class:`InvalidRecordError` (both ``ValueError``),
 naming where (file, byte position, offset) and which rule was broken; ``struct.error`` and codec
 library exceptions never escape the format layer.
 """
@@ -60,7 +60,7 @@ class KafkalogError(Exception):
 
 
 class CorruptRecordError(KafkalogError, ValueError):
-    """Bytes that cannot be a record or batch: bad size, bad CRC, bad varint, bad compressed data."""
+    """Bytes that cannot be a record or batch: bad size, CRC, varint or compressed data."""
 
     code = 2  # CORRUPT_MESSAGE
 

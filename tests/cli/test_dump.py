@@ -54,16 +54,22 @@ def v2_batch(base_offset: int, codec: str, n: int, *, pid: int = -1, headers=())
     )
     for i in range(n):
         key = None if i % 3 == 0 else f"k{i}".encode()
-        builder.append(i, timestamp=1_700_000_000_000 + i, key=key, value=f"value {i} ".encode() * 20,
-                       headers=list(headers))
+        builder.append(
+            i,
+            timestamp=1_700_000_000_000 + i,
+            key=key,
+            value=f"value {i} ".encode() * 20,
+            headers=list(headers),
+        )
     data = bytearray(builder.build())
     struct.pack_into(">q", data, 0, base_offset)  # a broker assigns offsets in place
     return bytes(data)
 
 
 def legacy_set(magic: int, base_offset: int, codec: str, n: int) -> bytes:
-    builder = LegacyRecordBatchBuilder(magic=magic, compression_type=CODEC_IDS[codec],
-                                       batch_size=1 << 20)
+    builder = LegacyRecordBatchBuilder(
+        magic=magic, compression_type=CODEC_IDS[codec], batch_size=1 << 20
+    )
     for i in range(n):
         offset = i if codec != "none" and magic == 1 else base_offset + i
         builder.append(offset, timestamp=1_600_000_000_000 + i, key=b"key", value=b"val%d" % i)
@@ -126,11 +132,16 @@ def test_text_deep_iteration_record_lines(segment: Path) -> None:
         batch = records.next_batch()
         for r in batch:
             keys = ",".join(k for k, _ in r.headers)
+            sequence = (
+                -1
+                if batch.base_sequence < 0
+                else batch.base_sequence + r.offset - batch.base_offset
+            )
             line = (
                 f"| offset: {r.offset} CreateTime: {r.timestamp} "
                 f"keySize: {-1 if r.key is None else len(r.key)} "
                 f"valueSize: {-1 if r.value is None else len(r.value)} "
-                f"sequence: {-1 if batch.base_sequence < 0 else batch.base_sequence + r.offset - batch.base_offset} "
+                f"sequence: {sequence} "
                 f"headerKeys: [{keys}]"
             )
             if r.key is not None:
@@ -175,14 +186,41 @@ def load_json_lines(text: str) -> list[dict]:
 
 
 BATCH_FIELDS = {
-    "type", "position", "size", "baseOffset", "lastOffset", "count", "magic", "compression",
-    "crc", "isValid", "timestampType", "maxTimestamp", "producerId", "producerEpoch",
-    "baseSequence", "lastSequence", "isTransactional", "isControl", "partitionLeaderEpoch",
+    "type",
+    "position",
+    "size",
+    "baseOffset",
+    "lastOffset",
+    "count",
+    "magic",
+    "compression",
+    "crc",
+    "isValid",
+    "timestampType",
+    "maxTimestamp",
+    "producerId",
+    "producerEpoch",
+    "baseSequence",
+    "lastSequence",
+    "isTransactional",
+    "isControl",
+    "partitionLeaderEpoch",
     "deleteHorizonMs",
 }
 RECORD_FIELDS = {
-    "type", "offset", "timestamp", "timestampType", "keySize", "valueSize", "key", "value",
-    "headers", "sequence", "isControl", "controlType", "coordinatorEpoch",
+    "type",
+    "offset",
+    "timestamp",
+    "timestampType",
+    "keySize",
+    "valueSize",
+    "key",
+    "value",
+    "headers",
+    "sequence",
+    "isControl",
+    "controlType",
+    "coordinatorEpoch",
 }
 SUMMARY_FIELDS = {"type", "batches", "records", "validBytes", "invalidBytes", "tail", "error"}
 
@@ -207,7 +245,7 @@ def test_json_contract_fields_and_values(segment: Path) -> None:
         (b.base_offset, b.last_offset, b.records_count, b.crc) for b in kp_batches
     ]
     assert [b["compression"] for b in batches] == ["none", "gzip", "lz4", "zstd"]
-    for got, (b, r) in zip(records, kp_records):
+    for got, (_, r) in zip(records, kp_records):
         assert got["offset"] == r.offset
         assert got["timestamp"] == r.timestamp
         assert got["key"] == (None if r.key is None else base64.b64encode(r.key).decode())
@@ -306,8 +344,7 @@ def test_swap_and_checkpoint_files_are_dumped(segment: Path, tmp_path: Path) -> 
 def test_max_bytes_limits_reading(segment: Path) -> None:
     data = segment.read_bytes()
     first_size = 12 + struct.unpack_from(">i", data, 8)[0]
-    proc = run("dump", "--json", "--max-bytes", str(first_size + 20), str(segment),
-               check_status=0)
+    proc = run("dump", "--json", "--max-bytes", str(first_size + 20), str(segment), check_status=0)
     objs = load_json_lines(proc.stdout)
     assert sum(o["type"] == "batch" for o in objs) == 1
 
@@ -327,8 +364,9 @@ def test_control_batch_fields(tmp_path: Path) -> None:
     batch += struct.pack(">I", crc32c(after_crc)) + after_crc
     path = tmp_path / "00000000000000000020.log"
     path.write_bytes(batch)
-    objs = load_json_lines(run("dump", "--json", "--deep-iteration", str(path),
-                               check_status=0).stdout)
+    objs = load_json_lines(
+        run("dump", "--json", "--deep-iteration", str(path), check_status=0).stdout
+    )
     rec = next(o for o in objs if o["type"] == "record")
     assert rec["isControl"] is True
     assert rec["controlType"] == "COMMIT" and rec["coordinatorEpoch"] == 5
@@ -339,7 +377,12 @@ def test_control_batch_fields(tmp_path: Path) -> None:
 @pytest.mark.skipif(not hasattr(os, "openpty"), reason="needs a POSIX pipe")
 def test_broken_pipe_is_not_an_error(segment: Path) -> None:
     script = " ".join(kafkalog_exe()) + f" dump --deep-iteration {segment} | head -n 1"
-    proc = subprocess.run(["bash", "-o", "pipefail", "-c", script], capture_output=True,
-                          text=True, timeout=60, check=False)
+    proc = subprocess.run(
+        ["bash", "-o", "pipefail", "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr

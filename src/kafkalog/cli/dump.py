@@ -17,10 +17,11 @@ import os
 import sys
 from typing import TextIO
 
-from ..errors import KafkalogError
+from ..errors import InvalidRecordError, KafkalogError
 from ..format import Batch, ControlRecordType, RecordsScan, Tail, TimestampType
 from ..format.constants import MAGIC_VALUE_V0, MAGIC_VALUE_V2
 from ..format.control import decode_control_type, decode_end_txn_marker
+from ..format.internal import decode_control_value, to_json_safe
 from ..format.record import Record
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_IO = 0, 1, 2, 3
@@ -141,7 +142,7 @@ def segment_start_offset(name: str) -> int | None:
 
 
 def control_fields(record: Record) -> tuple[int, str, int | None]:
-    """``(type id, Kafka's ControlRecordType name, coordinatorEpoch or None)`` of a control record."""
+    """``(type id, ControlRecordType name, coordinatorEpoch or None)`` of a control record."""
     type_id = decode_control_type(record.key)
     try:
         control_type = ControlRecordType(type_id)
@@ -424,4 +425,20 @@ def _control_text(record: Record) -> str:
     type_id, name, coordinator_epoch = control_fields(record)
     if coordinator_epoch is not None:
         return f" endTxnMarker: {name} coordinatorEpoch: {coordinator_epoch}"
+    label = _QUORUM_RECORD_LABELS.get(type_id)
+    if label is not None:
+        decoded = decode_control_value(type_id, record.value)
+        if decoded.error is not None:
+            raise InvalidRecordError(f"{name} control record does not decode: {decoded.error}")
+        body = json.dumps(to_json_safe(decoded.data), separators=(",", ":"))
+        return f" {label} {body}"
     return f" controlType: {name}({type_id})"
+
+
+# kafka-dump-log prints these KRaft control records as JSON after a label.
+_QUORUM_RECORD_LABELS = {
+    ControlRecordType.SNAPSHOT_HEADER: "SnapshotHeader",
+    ControlRecordType.SNAPSHOT_FOOTER: "SnapshotFooter",
+    ControlRecordType.KRAFT_VERSION: "KRaftVersion",
+    ControlRecordType.KRAFT_VOTERS: "KRaftVoters",
+}

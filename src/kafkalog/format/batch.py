@@ -60,8 +60,8 @@ _I16 = struct.Struct(">h")
 class RecordBatch:
     """A read-only view over one magic 2 batch: ``buf`` holds exactly the batch's bytes.
 
-    ``position`` is where the batch starts in its file or buffer, for error messages. Building a view
-    checks only the size; :meth:`ensure_valid` checks the CRC, and :meth:`records` the records.
+    ``position`` is where the batch starts in its file or buffer, for error messages. Building a
+    view checks only the size; :meth:`ensure_valid` checks the CRC, and :meth:`records` the records.
     """
 
     __slots__ = ("_buf", "_max_decompressed_size", "position")
@@ -232,7 +232,10 @@ class RecordBatch:
             return b""
         try:
             return decompress(
-                self.compression, section, magic=MAGIC_VALUE_V2, max_size=self._max_decompressed_size
+                self.compression,
+                section,
+                magic=MAGIC_VALUE_V2,
+                max_size=self._max_decompressed_size,
             )
         except CorruptRecordError as e:
             raise CorruptRecordError(
@@ -245,7 +248,19 @@ class RecordBatch:
     def records(self) -> Iterator[Record]:
         """Decode the records on demand; errors name this batch's position and base offset."""
         (
-            base_offset, _, _, _, _, attributes, _, base_ts, max_ts, _, _, base_seq, count,
+            base_offset,
+            _,
+            _,
+            _,
+            _,
+            attributes,
+            _,
+            base_ts,
+            max_ts,
+            _,
+            _,
+            base_seq,
+            count,
         ) = self.header()
         if count < 0:
             raise InvalidRecordError(
@@ -339,14 +354,22 @@ def encode_batch_header(
     ``length`` is checked against the records so a caller cannot write an inconsistent batch.
     """
     if length != RECORD_BATCH_OVERHEAD - LOG_OVERHEAD + len(records):
-        raise ValueError(
-            f"batch length {length} does not match {len(records)} bytes of records"
-        )
+        raise ValueError(f"batch length {length} does not match {len(records)} bytes of records")
     out = bytearray(
         _HEADER.pack(
-            base_offset, length, partition_leader_epoch, MAGIC_VALUE_V2, 0, attributes,
-            last_offset_delta, base_timestamp, max_timestamp, producer_id, producer_epoch,
-            base_sequence, records_count,
+            base_offset,
+            length,
+            partition_leader_epoch,
+            MAGIC_VALUE_V2,
+            0,
+            attributes,
+            last_offset_delta,
+            base_timestamp,
+            max_timestamp,
+            producer_id,
+            producer_epoch,
+            base_sequence,
+            records_count,
         )
     )
     out += records
@@ -366,7 +389,7 @@ def empty_batch(
     partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
     delete_horizon_ms: int | None = None,
 ) -> bytes:
-    """An empty batch as the log cleaner writes one to keep a producer's state (writeEmptyHeader)."""
+    """An empty batch, as the log cleaner writes to keep a producer's state (writeEmptyHeader)."""
     if delete_horizon_ms is not None:
         attributes |= DELETE_HORIZON_FLAG_MASK
     base_ts = NO_TIMESTAMP if delete_horizon_ms is None else delete_horizon_ms

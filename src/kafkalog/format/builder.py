@@ -1,4 +1,6 @@
-"""Building log entries of any magic, codec, timestamp type and producer fields (MemoryRecordsBuilder).
+"""Building log entries of any magic, codec, timestamp type and producer fields.
+
+Kafka's MemoryRecordsBuilder.
 
 One builder makes what Kafka's MemoryRecordsBuilder makes: for magic 2 one batch (a control batch
 when ``is_control``); for magic 0/1 one message per record, or a single compressed wrapper. Records
@@ -10,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .batch import encode_batch_header, empty_batch
+from .batch import empty_batch, encode_batch_header
 from .codecs import CompressionType, codec_for, compress
 from .constants import (
     CONTROL_FLAG_MASK,
@@ -181,14 +183,16 @@ class MemoryRecordsBuilder:
         records = self._records
         base_offset = self.base_offset
         timestamps = [ts for _, ts, _, _, _ in records]
-        first_ts = timestamps[0]
         max_ts = max(timestamps)
         if self.timestamp_type == TimestampType.LOG_APPEND_TIME:
             max_ts = self.log_append_time
+        # Record timestamps are deltas from baseTimestamp, which holds the delete horizon when
+        # one is set (MemoryRecordsBuilder does the same).
+        base_timestamp = timestamps[0] if self.delete_horizon_ms is None else self.delete_horizon_ms
         body = b"".join(
             encode_record_v2(
                 offset_delta=offset - base_offset,
-                timestamp_delta=ts - first_ts,
+                timestamp_delta=ts - base_timestamp,
                 key=key,
                 value=value,
                 headers=headers,
@@ -204,10 +208,8 @@ class MemoryRecordsBuilder:
             attributes |= TRANSACTIONAL_FLAG_MASK
         if self.is_control:
             attributes |= CONTROL_FLAG_MASK
-        base_timestamp = first_ts
         if self.delete_horizon_ms is not None:
             attributes |= DELETE_HORIZON_FLAG_MASK
-            base_timestamp = self.delete_horizon_ms
         return encode_batch_header(
             base_offset=base_offset,
             length=RECORD_BATCH_OVERHEAD - LOG_OVERHEAD + len(body),
@@ -242,7 +244,10 @@ def build_end_txn_marker_batch(
     timestamp: int,
     partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
 ) -> bytes:
-    """A transactional control batch holding one COMMIT or ABORT marker (MemoryRecords.withEndTransactionMarker)."""
+    """A transactional control batch holding one COMMIT or ABORT marker.
+
+    Kafka's MemoryRecords.withEndTransactionMarker.
+    """
     builder = MemoryRecordsBuilder(
         base_offset=base_offset,
         producer_id=producer_id,

@@ -48,7 +48,7 @@ TRANSACTIONAL_FLAG_MASK = 0x10
 CONTROL_FLAG_MASK = 0x20
 DELETE_HORIZON_FLAG_MASK = 0x40
 
-# Legacy (magic 0/1) message, offsets from the start of the message (after the 12-byte log overhead).
+# Legacy (magic 0/1) message: offsets from the start of the message (after the 12-byte overhead).
 LEGACY_CRC_OFFSET = 0
 LEGACY_MAGIC_OFFSET = 4
 LEGACY_ATTRIBUTES_OFFSET = 5

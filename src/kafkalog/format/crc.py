@@ -1,4 +1,4 @@
-"""The two checksums of Kafka's formats: CRC-32 (zlib) for magic 0/1, CRC-32C (Castagnoli) for magic 2.
+"""Kafka's two checksums: CRC-32 (zlib) for magic 0/1, CRC-32C (Castagnoli) for magic 2.
 
 CRC-32C comes from the ``crc32c`` package, which uses the CPU's instruction (SSE4.2 or ARMv8) and
 accepts memoryviews without copying; a pure-Python CRC-32C runs at a few MB/s and is never used.

@@ -176,7 +176,7 @@ class LegacyBatch:
 
     @property
     def base_offset(self) -> int:
-        """First offset: the message's own, or for a wrapper the first inner offset (decompresses)."""
+        """First offset: the message's own, or a wrapper's first inner offset (decompresses)."""
         if not self.is_compressed:
             return self.offset
         return self.records()[0].offset
@@ -195,14 +195,7 @@ class LegacyBatch:
         for what in ("key", "value"):
             (length,) = _I32.unpack_from(buf, pos)
             pos += 4
-            if length < 0:
-                if length != -1:
-                    raise CorruptRecordError(
-                        f"Invalid negative {what} size {length} in message at position "
-                        f"{self.position}",
-                        position=self.position,
-                        offset=self.offset,
-                    )
+            if length < 0:  # any negative size is null, as LegacyRecord reads it
                 fields.append(None)
             else:
                 remaining = end - pos - (4 if what == "key" else 0)
@@ -259,9 +252,7 @@ class LegacyBatch:
                 offset=wrapper_offset,
             )
         try:
-            data = decompress(
-                codec, value, magic=magic, max_size=self._max_decompressed_size
-            )
+            data = decompress(codec, value, magic=magic, max_size=self._max_decompressed_size)
         except CorruptRecordError as e:
             raise CorruptRecordError(
                 f"Compressed message set of the wrapper at position {self.position} cannot be "
@@ -340,8 +331,8 @@ class LegacyBatch:
                 ts, ts_type = NO_TIMESTAMP, TimestampType.NO_TIMESTAMP_TYPE
             elif log_append:
                 ts, ts_type = wrapper_ts, TimestampType.LOG_APPEND_TIME
-            else:
-                ts, ts_type = entry.timestamp, entry.timestamp_type
+            else:  # inner messages report the wrapper's timestamp type (LegacyRecord)
+                ts, ts_type = entry.timestamp, self.timestamp_type
             records.append(
                 Record(
                     offset=absolute_base + entry.offset,
@@ -416,7 +407,8 @@ def encode_legacy_message_set(
     """Entries for ``(timestamp, key, value)`` records at consecutive offsets from ``base_offset``.
 
     Uncompressed, each record is its own entry. Compressed, they become one wrapper whose offset is
-    the last record's; inner offsets are absolute for magic 0, relative for magic 1, as Kafka writes.
+    the last record's; inner offsets are absolute for magic 0, relative for magic 1, as Kafka
+    writes them.
     """
     items = list(records)
     if not items:

@@ -179,12 +179,7 @@ def decode_records_v2(
             key_len, pos = (b >> 1) ^ -(b & 1), pos + 1
         else:
             key_len, pos = _varint(buf, pos, body_end, 5, "key length", position_base)
-        if key_len < 0:
-            if key_len != -1:
-                raise InvalidRecordError(
-                    f"Invalid negative key size {key_len} at position {position_base + pos}",
-                    position=position_base + pos,
-                )
+        if key_len < 0:  # Kafka reads any negative size as null (DefaultRecord.readFrom)
             key = None
         else:
             if pos + key_len > body_end:
@@ -201,11 +196,6 @@ def decode_records_v2(
         else:
             value_len, pos = _varint(buf, pos, body_end, 5, "value length", position_base)
         if value_len < 0:
-            if value_len != -1:
-                raise InvalidRecordError(
-                    f"Invalid negative value size {value_len} at position {position_base + pos}",
-                    position=position_base + pos,
-                )
             value = None
         else:
             if pos + value_len > body_end:
@@ -241,21 +231,11 @@ def decode_records_v2(
                         f"Invalid header key size {hk_len} at position {position_base + pos}",
                         position=position_base + pos,
                     )
-                try:
-                    hkey = str(buf[pos : pos + hk_len], "utf-8")
-                except UnicodeDecodeError as e:
-                    raise InvalidRecordError(
-                        f"Header key at position {position_base + pos} is not UTF-8: {e.reason}",
-                        position=position_base + pos,
-                    ) from None
+                # Kafka decodes header keys with new String(bytes, UTF_8): never fails.
+                hkey = str(buf[pos : pos + hk_len], "utf-8", "replace")
                 pos += hk_len
                 hv_len, pos = _varint(buf, pos, body_end, 5, "header value length", position_base)
                 if hv_len < 0:
-                    if hv_len != -1:
-                        raise InvalidRecordError(
-                            f"Invalid header value size {hv_len} at position {position_base + pos}",
-                            position=position_base + pos,
-                        )
                     hvalue = None
                 else:
                     if pos + hv_len > body_end:
@@ -273,7 +253,8 @@ def decode_records_v2(
         if pos != body_end:
             raise InvalidRecordError(
                 f"Invalid record size: expected to read {length} bytes in record payload at "
-                f"position {position_base + record_start}, but instead read {pos - (body_end - length)}",
+                f"position {position_base + record_start}, but instead read "
+                f"{pos - (body_end - length)}",
                 position=position_base + record_start,
             )
         yield Record(
@@ -284,9 +265,9 @@ def decode_records_v2(
             value=value,
             headers=header_tuple,
             sequence=(
-                NO_SEQUENCE
-                if base_sequence == NO_SEQUENCE
-                else increment_sequence(base_sequence, offset_delta)
+                increment_sequence(base_sequence, offset_delta)
+                if base_sequence >= 0
+                else NO_SEQUENCE
             ),
             is_control=is_control,
             size_in_bytes=body_end - record_start,

@@ -14,7 +14,6 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Union
 
 from ..errors import CorruptRecordError, KafkalogError
 from .batch import RecordBatch
@@ -31,7 +30,7 @@ from .legacy import LegacyBatch
 
 __all__ = ["Batch", "MemoryRecords", "RecordsScan", "Tail", "iter_batches"]
 
-Batch = Union[RecordBatch, LegacyBatch]
+Batch = RecordBatch | LegacyBatch
 _ENTRY_HEADER = struct.Struct(">qi")
 
 
@@ -51,8 +50,7 @@ def _next_entry(buf, pos: int, end: int) -> tuple[int, int] | None:
     offset, size = _ENTRY_HEADER.unpack_from(buf, pos)
     if size < RECORD_OVERHEAD_V0:
         raise CorruptRecordError(
-            f"Found record size {size} smaller than minimum record overhead "
-            f"({RECORD_OVERHEAD_V0})",
+            f"Found record size {size} smaller than minimum record overhead ({RECORD_OVERHEAD_V0})",
             position=pos,
             offset=offset,
         )
@@ -246,4 +244,3 @@ class MemoryRecords:
     @property
     def buffer(self) -> memoryview:
         return self._view
-

@@ -20,7 +20,7 @@ from kafkalog.format.codecs import lz4 as _lz4
 from kafkalog.format.codecs import none as _none
 from kafkalog.format.codecs import snappy as _snappy
 from kafkalog.format.codecs import zstd as _zstd
-from kafkalog.format.codecs._common import DEFAULT_MAX_DECOMPRESSED_SIZE
+from kafkalog.format.codecs._common import DEFAULT_MAX_DECOMPRESSED_SIZE, BytesLike
 
 __all__ = [
     "CODECS",
@@ -127,14 +127,14 @@ def codec_for(codec_id: int, *, magic: int = 2) -> Codec:
     return codec
 
 
-def compress(codec_id: int, data, *, level: int | None = None, magic: int = 2) -> bytes:
+def compress(codec_id: int, data: BytesLike, *, level: int | None = None, magic: int = 2) -> bytes:
     """``data`` compressed with codec ``codec_id`` at ``level`` (None: Kafka's default)."""
     return codec_for(codec_id, magic=magic).compress(data, level=level, magic=magic)
 
 
 def decompress(
     codec_id: int,
-    data,
+    data: BytesLike,
     *,
     magic: int = 2,
     max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,

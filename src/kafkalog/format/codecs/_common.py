@@ -11,14 +11,23 @@ import operator
 
 from kafkalog.errors import CorruptRecordError
 
-__all__ = ["DEFAULT_MAX_DECOMPRESSED_SIZE", "as_view", "check_level", "too_large"]
+__all__ = [
+    "DEFAULT_MAX_DECOMPRESSED_SIZE",
+    "BytesLike",
+    "as_view",
+    "check_level",
+    "too_large",
+]
 
 # Kafka has no cap of its own (it streams records out of the decompressor); 256 MiB is far above
 # any batch a broker accepts (message.max.bytes defaults to about 1 MiB) while bounding memory.
 DEFAULT_MAX_DECOMPRESSED_SIZE = 256 * 1024 * 1024
 
+# What codecs accept; a memoryview may be over an mmap, and none is kept after a call returns.
+BytesLike = bytes | bytearray | memoryview
 
-def as_view(data) -> memoryview:
+
+def as_view(data: BytesLike) -> memoryview:
     """A flat byte view of ``data`` (bytes, bytearray, memoryview, mmap slice), without copying."""
     view = data if isinstance(data, memoryview) else memoryview(data)
     if view.ndim != 1 or view.itemsize != 1:

@@ -17,6 +17,7 @@ import zlib
 from kafkalog.errors import CorruptRecordError
 from kafkalog.format.codecs._common import (
     DEFAULT_MAX_DECOMPRESSED_SIZE,
+    BytesLike,
     as_view,
     check_level,
     too_large,
@@ -36,7 +37,7 @@ _MIN_HEADER = 10
 _TRAILER = struct.Struct("<II")
 
 
-def compress(data, *, level: int | None = None, magic: int = 2) -> bytes:
+def compress(data: BytesLike, *, level: int | None = None, magic: int = 2) -> bytes:
     """One gzip member holding ``data``; ``magic`` does not change gzip's layout."""
     level = check_level("gzip", level, MIN_LEVEL, MAX_LEVEL, DEFAULT_LEVEL, also=_KAFKA_DEFAULT)
     view = as_view(data)
@@ -46,7 +47,9 @@ def compress(data, *, level: int | None = None, magic: int = 2) -> bytes:
     return b"".join((_HEADER, body, trailer))
 
 
-def decompress(data, *, magic: int = 2, max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> bytes:
+def decompress(
+    data: BytesLike, *, magic: int = 2, max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE
+) -> bytes:
     """The concatenated contents of every gzip member in ``data``, at most ``max_size`` bytes."""
     view = as_view(data)
     size = len(view)

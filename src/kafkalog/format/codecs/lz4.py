@@ -24,6 +24,7 @@ import lz4.block
 from kafkalog.errors import CorruptRecordError
 from kafkalog.format.codecs._common import (
     DEFAULT_MAX_DECOMPRESSED_SIZE,
+    BytesLike,
     as_view,
     check_level,
     too_large,
@@ -55,7 +56,7 @@ _HEADER_MAGIC_V0 = _PREFIX + bytes(((xxh32(_PREFIX) >> 8) & 0xFF,))  # KAFKA-149
 _END_MARK = b"\x00\x00\x00\x00"
 
 
-def compress(data, *, level: int | None = None, magic: int = 2) -> bytes:
+def compress(data: BytesLike, *, level: int | None = None, magic: int = 2) -> bytes:
     """A Kafka lz4 frame of ``data``; ``magic`` 0 gets the broken header checksum."""
     level = check_level("lz4", level, MIN_LEVEL, MAX_LEVEL, DEFAULT_LEVEL)
     view = as_view(data)
@@ -78,7 +79,9 @@ def compress(data, *, level: int | None = None, magic: int = 2) -> bytes:
     return b"".join(parts)
 
 
-def decompress(data, *, magic: int = 2, max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> bytes:
+def decompress(
+    data: BytesLike, *, magic: int = 2, max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE
+) -> bytes:
     """The content of the lz4 frame ``data`` (at most ``max_size`` bytes); bytes after it are
     ignored, as Lz4BlockInputStream ignores them."""
     view = as_view(data)
@@ -112,12 +115,18 @@ def decompress(data, *, magic: int = 2, max_size: int = DEFAULT_MAX_DECOMPRESSED
         if word & _RAW:
             out = block
         else:
+            # Room for one byte past max_size at most, so a 4 MiB block cannot overshoot it.
+            room = min(max_block, max_size - total + 1)
             try:
-                out = lz4.block.decompress(block, uncompressed_size=max_block)
+                out = lz4.block.decompress(block, uncompressed_size=room)
             except lz4.block.LZ4BlockError as e:
+                if room < max_block:
+                    raise too_large(
+                        "lz4", max_size, f"or the block at byte {pos} of {size} is corrupt"
+                    ) from e
                 raise CorruptRecordError(
                     f"lz4: block of {length} bytes at byte {pos} of {size} does not decompress "
-                    f"into {max_block} bytes: {e}"
+                    f"into at most {max_block} bytes"
                 ) from e
         total += len(out)
         if total > max_size:

@@ -2,19 +2,26 @@
 
 from __future__ import annotations
 
-from kafkalog.format.codecs._common import DEFAULT_MAX_DECOMPRESSED_SIZE, as_view, too_large
+from kafkalog.format.codecs._common import (
+    DEFAULT_MAX_DECOMPRESSED_SIZE,
+    BytesLike,
+    as_view,
+    too_large,
+)
 
 __all__ = ["compress", "decompress"]
 
 
-def compress(data, *, level: int | None = None, magic: int = 2) -> bytes:
+def compress(data: BytesLike, *, level: int | None = None, magic: int = 2) -> bytes:
     """``data`` as bytes; codec none has no levels."""
     if level is not None:
         raise ValueError(f"none has no compression levels; got level {level}")
     return bytes(as_view(data))
 
 
-def decompress(data, *, magic: int = 2, max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> bytes:
+def decompress(
+    data: BytesLike, *, magic: int = 2, max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE
+) -> bytes:
     """``data`` as bytes, refused if longer than ``max_size`` like every other codec's output."""
     view = as_view(data)
     if len(view) > max_size:

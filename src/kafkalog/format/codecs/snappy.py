@@ -21,6 +21,7 @@ import cramjam
 from kafkalog.errors import CorruptRecordError
 from kafkalog.format.codecs._common import (
     DEFAULT_MAX_DECOMPRESSED_SIZE,
+    BytesLike,
     as_view,
     too_large,
 )
@@ -33,7 +34,7 @@ BLOCK_SIZE = 32 * 1024  # SnappyOutputStream.DEFAULT_BLOCK_SIZE
 _LENGTH = struct.Struct(">i")
 
 
-def compress(data, *, level: int | None = None, magic: int = 2) -> bytes:
+def compress(data: BytesLike, *, level: int | None = None, magic: int = 2) -> bytes:
     """xerial-framed snappy: the header, then one length-prefixed raw block per 32 KiB of input."""
     if level is not None:
         raise ValueError(f"snappy has no compression levels; got level {level}")
@@ -46,7 +47,9 @@ def compress(data, *, level: int | None = None, magic: int = 2) -> bytes:
     return b"".join(parts)
 
 
-def decompress(data, *, magic: int = 2, max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> bytes:
+def decompress(
+    data: BytesLike, *, magic: int = 2, max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE
+) -> bytes:
     """xerial-framed or raw snappy ``data``, at most ``max_size`` bytes of output."""
     view = as_view(data)
     if view[:8] == XERIAL_MAGIC:

@@ -26,6 +26,7 @@ import zstandard
 from kafkalog.errors import CorruptRecordError, UnsupportedCompressionTypeError
 from kafkalog.format.codecs._common import (
     DEFAULT_MAX_DECOMPRESSED_SIZE,
+    BytesLike,
     as_view,
     check_level,
     too_large,
@@ -57,7 +58,7 @@ def _check_magic(magic: int) -> None:
         )
 
 
-def compress(data, *, level: int | None = None, magic: int = 2) -> bytes:
+def compress(data: BytesLike, *, level: int | None = None, magic: int = 2) -> bytes:
     """One zstd frame of ``data``, without a content size or checksum (as Kafka's Java client)."""
     _check_magic(magic)
     level = check_level("zstd", level, MIN_LEVEL, MAX_LEVEL, DEFAULT_LEVEL)
@@ -68,7 +69,9 @@ def compress(data, *, level: int | None = None, magic: int = 2) -> bytes:
     return cached[1].compress(as_view(data))
 
 
-def decompress(data, *, magic: int = 2, max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE) -> bytes:
+def decompress(
+    data: BytesLike, *, magic: int = 2, max_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE
+) -> bytes:
     """The content of every zstd frame in ``data``, at most ``max_size`` bytes."""
     _check_magic(magic)
     view = as_view(data)
@@ -92,6 +95,8 @@ def decompress(data, *, magic: int = 2, max_size: int = DEFAULT_MAX_DECOMPRESSED
                 out = decompressor.decompress(frame, max_output_size=max(bound, 1))
             else:
                 out = _read_capped(decompressor, frame, max_size - total)
+                if out is None:
+                    raise too_large("zstd", max_size, f"frame at byte {start} of {len(view)}")
         except zstandard.ZstdError as e:
             reason = str(e).removeprefix("zstd decompress error: ")
             raise CorruptRecordError(
@@ -106,8 +111,11 @@ def decompress(data, *, magic: int = 2, max_size: int = DEFAULT_MAX_DECOMPRESSED
     return b"".join(parts)
 
 
-def _read_capped(decompressor: zstandard.ZstdDecompressor, frame: memoryview, budget: int) -> bytes:
-    """Stream ``frame`` out in reads of at most ``budget`` + 1 bytes: only a bomb gets here."""
+def _read_capped(
+    decompressor: zstandard.ZstdDecompressor, frame: memoryview, budget: int
+) -> bytes | None:
+    """Stream ``frame`` out in reads of at most ``budget`` + 1 bytes (only frames whose bound
+    passes the budget get here); None once the output passes ``budget``."""
     chunks = []
     total = 0
     reader = decompressor.stream_reader(frame)
@@ -117,7 +125,7 @@ def _read_capped(decompressor: zstandard.ZstdDecompressor, frame: memoryview, bu
             return b"".join(chunks)
         total += len(chunk)
         if total > budget:
-            return b"".join((*chunks, chunk))  # the caller reports it
+            return None
         chunks.append(chunk)
 
 

@@ -28,11 +28,21 @@ NO_VERSION = -1  # the version of a tombstone, or of a value whose version could
 class DecodedMessage:
     """One decoded key or value.
 
-    ``kind`` names the record type (``"offset_commit"``, ``"transaction_log"``, ``"COMMIT"``, a
-    KRaft record name such as ``"PartitionChange"``, or ``"unknown"``). ``data`` holds the fields
-    by Kafka's camelCase names, None for a tombstone or when ``raw`` is set. ``raw`` holds the
-    bytes when the type or version is unknown or the bytes are malformed (then ``error`` says
-    why and where).
+    ``kind`` names the record type: ``"offset_commit"``, ``"group_metadata"``, ... for
+    ``__consumer_offsets`` (CONSUMER_OFFSETS_RECORD_TYPES), ``"transaction_log"``, a control type
+    (``"COMMIT"``, ``"LEADER_CHANGE"``, ... or ``"UNKNOWN"``), a KRaft record name such as
+    ``"PartitionChange"`` (METADATA_RECORD_TYPES), or ``"unknown"``.
+
+    ``version``: the i16 record type of a ``__consumer_offsets`` or ``__transaction_state`` key,
+    the i16 version of their values, of a control key or transaction marker, the ``version``
+    field of a KRaft quorum control record, the version in a KRaft record's frame; -1
+    (NO_VERSION) for a tombstone or when no version could be read.
+
+    ``data`` holds every field of the schema by Kafka's camelCase name (fields absent at this
+    version at their defaults); None for a tombstone or when ``raw`` is set. ``raw`` holds the
+    bytes when the type or version is unknown (``error`` None) or the bytes are malformed
+    (``error`` says which rule broke at which byte). ``api_key``: the record type (coordinator
+    key type, control type or KRaft apiKey); ``frame_version``: the KRaft frame version.
     """
 
     kind: str
@@ -69,7 +79,7 @@ def to_json_safe(obj: object) -> object:
 
 
 # Errors a decoder may meet in bytes; anything else is a bug and propagates.
-_BYTE_ERRORS = (CorruptRecordError, struct.error, IndexError, ValueError, OverflowError)
+BYTE_ERRORS = (CorruptRecordError, struct.error, IndexError, ValueError, OverflowError)
 
 
 def decode_body(
@@ -108,7 +118,7 @@ def decode_body(
             )
         if finish is not None:
             data = finish(data)
-    except _BYTE_ERRORS as e:
+    except BYTE_ERRORS as e:
         return malformed(kind, version, buf, e, api_key=api_key, frame_version=frame_version)
     return DecodedMessage(
         kind=kind, version=version, data=data, raw=None, api_key=api_key,

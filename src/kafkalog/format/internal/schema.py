@@ -106,7 +106,7 @@ class Field:
     tag: int | None
     tagged: Versions
     default: str
-    struct: StructSpec | None
+    struct_spec: StructSpec | None  # the fields of a struct or struct-array field
 
     def default_value(self) -> object:
         """The value Kafka's generated classes hold when the field is not read."""
@@ -128,8 +128,8 @@ class Field:
             return b""
         if t == "uuid":
             return uuid.UUID(int=0)
-        assert self.struct is not None
-        return {f.name: f.default_value() for f in self.struct.fields}
+        assert self.struct_spec is not None
+        return {f.name: f.default_value() for f in self.struct_spec.fields}
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,7 +239,7 @@ class _Reader:
         try:
             value, self.pos = decode_unsigned_varint(self.buf, self.pos, self.end)
         except CorruptRecordError as e:
-            raise self.fail(f"{what}: {e.message}") from None
+            raise CorruptRecordError(f"{what}: {e.message}", position=e.position) from None
         return value
 
     def signed_uvarint(self, what: str) -> int:
@@ -296,7 +296,7 @@ def _read_value(r: _Reader, f: Field, version: int, flexible: bool, tagged: bool
         if n < 0:
             return _null(r, f.name, version in f.nullable, start)
         return r.take(n, f"bytes {f.name}")
-    assert f.struct is not None
+    assert f.struct_spec is not None
     if version in f.nullable:
         if tagged:
             present = r.signed_uvarint(f"presence of {f.name}") > 0
@@ -304,7 +304,7 @@ def _read_value(r: _Reader, f: Field, version: int, flexible: bool, tagged: bool
             present = r.fixed("int8", f"presence of {f.name}") >= 0  # type: ignore[operator]
         if not present:
             return None
-    return _read_struct(r, f.struct, version, flexible)
+    return _read_struct(r, f.struct_spec, version, flexible)
 
 
 def _read_array(r: _Reader, f: Field, version: int, flexible: bool) -> list | None:
@@ -328,8 +328,8 @@ def _read_array(r: _Reader, f: Field, version: int, flexible: bool) -> list | No
     if t == "string":
         return [_read_string(r, f.name, flexible, False) for _ in range(count)]
     if t == "struct":
-        assert f.struct is not None
-        return [_read_struct(r, f.struct, version, flexible) for _ in range(count)]
+        assert f.struct_spec is not None
+        return [_read_struct(r, f.struct_spec, version, flexible) for _ in range(count)]
     element = Field(f.name, t, False, f.versions, _NONE, None, _NONE, "", None)
     return [_read_value(r, element, -1, flexible, False) for _ in range(count)]
 
