@@ -1,0 +1,252 @@
+"""A segment's ``.log`` file as records: Kafka's FileRecords.
+
+Reads go through ``os.pread`` in bounded chunks, so walking a 1 GB segment holds a few megabytes,
+not the file; each batch is a zero-copy view into its chunk. Appends go through one file
+descriptor opened for writing (only when asked: read-only is the default, so a dead broker's disk
+is never changed). A slice (``slice(position, size)``) is a window on the same file, and
+:meth:`FileRecords.send_to` hands a window to ``os.sendfile`` for zero-copy network transfer.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from ..errors import CorruptRecordError, KafkalogError
+from ..format import DEFAULT_MAX_DECOMPRESSED_SIZE, Batch, iter_batches
+from ..format.constants import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, NO_TIMESTAMP
+
+__all__ = ["FileRecords", "LogOffsetPosition", "TimestampAndOffset"]
+
+DEFAULT_READ_CHUNK = 8 << 20
+_ENTRY_HEADER = struct.Struct(">qi")
+
+
+@dataclass(frozen=True, slots=True)
+class LogOffsetPosition:
+    """Where a batch is: its last offset, file position and size (Kafka's LogOffsetPosition)."""
+
+    offset: int
+    position: int
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
+class TimestampAndOffset:
+    timestamp: int
+    offset: int
+    leader_epoch: int | None = None
+
+
+class FileRecords:
+    """Log entries in a file, or a window ``[start, end)`` of one.
+
+    ``end`` is None for a whole file that may grow (its size is read when needed); a slice has a
+    fixed end. Positions given to and returned by methods are file positions.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        *,
+        writable: bool = False,
+        create: bool = False,
+        start: int = 0,
+        end: int | None = None,
+        _fd: int | None = None,
+        max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
+    ) -> None:
+        self.path = os.fspath(path)
+        self.writable = writable
+        self._start = start
+        self._end = end
+        self._owns_fd = _fd is None
+        self._max = max_decompressed_size
+        if _fd is None:
+            flags = os.O_RDWR if writable else os.O_RDONLY
+            if create:
+                if not writable:
+                    raise ValueError("create=True needs writable=True")
+                flags |= os.O_CREAT
+            _fd = os.open(self.path, flags | getattr(os, "O_CLOEXEC", 0), 0o644)
+        self._fd = _fd
+        self._closed = False
+
+    # -- size --------------------------------------------------------------------------------------
+    @property
+    def fd(self) -> int:
+        return self._fd
+
+    def file_size(self) -> int:
+        return os.fstat(self._fd).st_size
+
+    @property
+    def start(self) -> int:
+        return self._start
+
+    @property
+    def end(self) -> int:
+        return self.file_size() if self._end is None else self._end
+
+    def size_in_bytes(self) -> int:
+        return self.end - self._start
+
+    def slice(self, position: int, size: int | None = None) -> FileRecords:
+        """A read-only window of ``size`` bytes from file ``position`` (clamped to the end)."""
+        end = self.end
+        if position < self._start or position > end:
+            raise ValueError(f"slice position {position} outside [{self._start}, {end}]")
+        stop = end if size is None else min(end, position + size)
+        return FileRecords(
+            self.path, start=position, end=stop, _fd=self._fd, max_decompressed_size=self._max
+        )
+
+    # -- reading -----------------------------------------------------------------------------------
+    def read(self, position: int, size: int) -> bytes:
+        """``size`` bytes from file ``position`` (fewer at the end of the window)."""
+        end = self.end
+        size = max(0, min(size, end - position))
+        data = os.pread(self._fd, size, position)
+        if len(data) != size:
+            raise KafkalogError(
+                f"short read: {len(data)} of {size} bytes at position {position}",
+                position=position,
+                path=self.path,
+            )
+        return data
+
+    def batches(
+        self, start_position: int | None = None, *, chunk_size: int = DEFAULT_READ_CHUNK
+    ) -> Iterator[Batch]:
+        """Every complete entry from ``start_position``; stops quietly at a partial tail.
+
+        Raises :class:`CorruptRecordError` (with this file's path) at a corrupt entry header.
+        """
+        pos = self._start if start_position is None else start_position
+        end = self.end
+        while end - pos > HEADER_SIZE_UP_TO_MAGIC:
+            want = min(chunk_size, end - pos)
+            head = os.pread(self._fd, LOG_OVERHEAD, pos)
+            if len(head) == LOG_OVERHEAD:
+                size = _ENTRY_HEADER.unpack_from(head)[1]
+                if size >= 0:  # a big first entry gets a chunk of its own
+                    want = min(max(want, LOG_OVERHEAD + size), end - pos)
+            chunk = os.pread(self._fd, want, pos)
+            if not chunk:
+                return
+            consumed = 0
+            try:
+                for batch in iter_batches(
+                    chunk, position_base=pos, max_decompressed_size=self._max
+                ):
+                    consumed = batch.position - pos + batch.size_in_bytes
+                    yield batch
+            except CorruptRecordError as e:
+                raise e.located(path=self.path) from None
+            if consumed == 0:
+                return  # a partial entry: nothing complete fits before the end
+            pos += consumed
+
+    def __iter__(self) -> Iterator[Batch]:
+        return self.batches()
+
+    def search_for_offset_with_size(
+        self, target_offset: int, starting_position: int
+    ) -> LogOffsetPosition | None:
+        """The first batch at or after ``starting_position`` whose last offset >= target."""
+        for batch in self.batches(starting_position):
+            last = batch.last_offset
+            if last >= target_offset:
+                return LogOffsetPosition(last, batch.position, batch.size_in_bytes)
+        return None
+
+    def search_for_timestamp(
+        self, target_timestamp: int, starting_position: int, starting_offset: int
+    ) -> TimestampAndOffset | None:
+        """The first record with timestamp >= target and offset >= ``starting_offset``."""
+        for batch in self.batches(starting_position):
+            if batch.max_timestamp >= target_timestamp:
+                for record in batch.records():
+                    if record.timestamp >= target_timestamp and record.offset >= starting_offset:
+                        return TimestampAndOffset(
+                            record.timestamp, record.offset, _leader_epoch(batch)
+                        )
+        return None
+
+    def largest_timestamp_after(self, starting_position: int) -> TimestampAndOffset:
+        """The largest timestamp (and the offset it first appears at) from a position on."""
+        max_ts, offset, epoch = NO_TIMESTAMP, -1, None
+        for batch in self.batches(starting_position):
+            ts = batch.max_timestamp
+            if ts > max_ts:
+                max_ts, offset, epoch = ts, batch.last_offset, _leader_epoch(batch)
+        return TimestampAndOffset(max_ts, offset, epoch)
+
+    # -- writing -----------------------------------------------------------------------------------
+    def _check_writable(self) -> None:
+        if not self.writable or self._end is not None:
+            raise PermissionError(f"{self.path} is open read-only")
+
+    def append(self, data) -> int:
+        """Append ``data`` at the end of the file; returns the bytes written."""
+        self._check_writable()
+        view = memoryview(data)
+        position = self.file_size()
+        written = 0
+        while written < len(view):
+            written += os.pwrite(self._fd, view[written:], position + written)
+        return written
+
+    def flush(self) -> None:
+        """fsync: what was appended survives a power loss once this returns."""
+        if self.writable:
+            os.fsync(self._fd)
+
+    def truncate_to(self, size: int) -> int:
+        """Cut the file to ``size`` bytes; returns the bytes removed."""
+        self._check_writable()
+        current = self.file_size()
+        if size > current or size < 0:
+            raise KafkalogError(
+                f"Attempt to truncate log segment {self.path} to {size} bytes failed, size of "
+                f"this log segment is {current} bytes.",
+                path=self.path,
+            )
+        if size < current:
+            os.ftruncate(self._fd, size)
+        return current - size
+
+    # -- zero-copy transfer ------------------------------------------------------------------------
+    def send_to(self, out_fd: int, position: int, length: int) -> int:
+        """Send ``length`` bytes from file ``position`` to ``out_fd`` with os.sendfile."""
+        end = self.end
+        length = max(0, min(length, end - position))
+        sent = 0
+        while sent < length:
+            n = os.sendfile(out_fd, self._fd, position + sent, length - sent)
+            if n == 0:
+                break
+            sent += n
+        return sent
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+    def close(self) -> None:
+        if not self._closed and self._owns_fd:
+            os.close(self._fd)
+        self._closed = True
+
+    def __enter__(self) -> FileRecords:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"FileRecords({self.path!r}, start={self._start}, end={self._end})"
+
+
+def _leader_epoch(batch: Batch) -> int | None:
+    epoch = batch.partition_leader_epoch
+    return None if epoch < 0 else epoch

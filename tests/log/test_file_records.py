@@ -1,0 +1,173 @@
+"""FileRecords: bounded chunked reads, searches, appends and zero-copy sends over real files.
+
+Expected values come from kafka-python's decoder over the same bytes.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import struct
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from kafka.record import MemoryRecords as KpMemoryRecords
+from kafka.record.default_records import DefaultRecordBatchBuilder
+
+from kafkalog.errors import CorruptRecordError
+from kafkalog.log.file_records import FileRecords
+
+
+def batch(base_offset: int, n: int, ts0: int, codec: int = 0, value_size: int = 50) -> bytes:
+    b = DefaultRecordBatchBuilder(2, codec, False, -1, -1, -1, 1 << 30)
+    for i in range(n):
+        b.append(
+            i,
+            timestamp=ts0 + i,
+            key=b"k%d" % i,
+            value=bytes([65 + i % 26]) * value_size,
+            headers=[],
+        )
+    data = bytearray(b.build())
+    struct.pack_into(">q", data, 0, base_offset)
+    return bytes(data)
+
+
+def segment(n_batches: int = 40) -> bytes:
+    out, offset = bytearray(), 0
+    for i in range(n_batches):
+        n = 1 + i % 5
+        out += batch(offset, n, 1_000 + offset * 10, codec=i % 2)
+        offset += n
+    return bytes(out)
+
+
+def kafka_python_batches(data: bytes) -> list[tuple[int, int, int, int]]:
+    """(position, size, base offset, last offset) per batch, decoded by kafka-python."""
+    out, pos = [], 0
+    records = KpMemoryRecords(data)
+    while records.has_next():
+        b = records.next_batch()
+        size = 12 + struct.unpack_from(">i", data, pos + 8)[0]
+        out.append((pos, size, b.base_offset, b.last_offset))
+        pos += size
+    return out
+
+
+@pytest.fixture
+def log_file(tmp_path: Path) -> tuple[Path, bytes]:
+    data = segment()
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(data)
+    return path, data
+
+
+@settings(max_examples=30, deadline=None)
+@given(chunk=st.integers(min_value=18, max_value=5000), tail=st.integers(0, 60))
+def test_chunked_reads_see_every_batch_whatever_the_chunk_size(
+    tmp_path_factory, chunk: int, tail: int
+) -> None:
+    data = segment()
+    path = tmp_path_factory.mktemp("fr") / "00000000000000000000.log"
+    path.write_bytes(data + data[:tail])  # a partial tail must end iteration quietly
+    with FileRecords(path) as records:
+        got = [
+            (b.position, b.size_in_bytes, b.base_offset, b.last_offset)
+            for b in records.batches(chunk_size=chunk)
+        ]
+    assert got == kafka_python_batches(data)
+
+
+def test_search_for_offset_matches_a_linear_scan(log_file) -> None:
+    path, data = log_file
+    expected = kafka_python_batches(data)
+    with FileRecords(path) as records:
+        for target in range(expected[-1][3] + 2):
+            found = records.search_for_offset_with_size(target, 0)
+            want = next(((p, s, last) for p, s, _, last in expected if last >= target), None)
+            if want is None:
+                assert found is None
+            else:
+                assert (found.position, found.size, found.offset) == want
+
+
+def test_search_for_timestamp_finds_first_record_at_or_after(log_file) -> None:
+    path, data = log_file
+    records_kp = []
+    kp = KpMemoryRecords(data)
+    while kp.has_next():
+        records_kp.extend((r.timestamp, r.offset) for r in kp.next_batch())
+    with FileRecords(path) as records:
+        for target in (0, 1_000, 1_005, 1_333, records_kp[-1][0], records_kp[-1][0] + 1):
+            found = records.search_for_timestamp(target, 0, 0)
+            want = next(((ts, o) for ts, o in records_kp if ts >= target), None)
+            assert (None if found is None else (found.timestamp, found.offset)) == want
+
+
+def test_corrupt_header_names_file_and_position(log_file) -> None:
+    path, data = log_file
+    first = kafka_python_batches(data)[0][1]
+    broken = bytearray(data)
+    struct.pack_into(">i", broken, first + 8, 3)
+    path.write_bytes(bytes(broken))
+    with FileRecords(path) as records, pytest.raises(CorruptRecordError) as info:
+        list(records.batches())
+    assert info.value.position == first and info.value.path == str(path)
+
+
+def test_read_only_by_default(log_file) -> None:
+    path, _ = log_file
+    before = path.read_bytes()
+    with FileRecords(path) as records:
+        with pytest.raises(PermissionError):
+            records.append(b"x")
+        with pytest.raises(PermissionError):
+            records.truncate_to(0)
+    assert path.read_bytes() == before
+
+
+def test_append_flush_truncate(tmp_path: Path) -> None:
+    path = tmp_path / "00000000000000000000.log"
+    one, two = batch(0, 3, 10), batch(3, 2, 20)
+    with FileRecords(path, writable=True, create=True) as records:
+        assert records.append(one) == len(one)
+        records.append(two)
+        records.flush()
+        assert records.size_in_bytes() == len(one) + len(two)
+        assert records.truncate_to(len(one)) == len(two)
+        assert [b.last_offset for b in records] == [2]
+    assert path.read_bytes() == one
+
+
+def test_slice_is_a_window(log_file) -> None:
+    path, data = log_file
+    expected = kafka_python_batches(data)
+    with FileRecords(path) as records:
+        pos, size = expected[3][0], expected[3][1] + expected[4][1]
+        window = records.slice(pos, size)
+        assert [b.position for b in window] == [expected[3][0], expected[4][0]]
+        assert window.read(pos, size) == data[pos : pos + size]
+
+
+def test_send_to_uses_sendfile(log_file) -> None:
+    path, data = log_file
+    left, right = socket.socketpair()
+    try:
+        with FileRecords(path) as records:
+            sent = records.send_to(left.fileno(), 100, 500)
+        assert sent == 500
+        got = b""
+        while len(got) < 500:
+            got += right.recv(500 - len(got))
+        assert got == data[100:600]
+    finally:
+        left.close()
+        right.close()
+
+
+def test_missing_file_raises_os_error(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError):
+        FileRecords(tmp_path / "nope.log")
+    assert not os.path.exists(tmp_path / "nope.log")
