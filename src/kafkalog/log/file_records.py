@@ -218,6 +218,11 @@ class FileRecords:
             os.ftruncate(self._fd, size)
         return current - size
 
+    def rename_to(self, new_path: str | os.PathLike) -> None:
+        """Rename the file (the open descriptor follows it)."""
+        os.replace(self.path, new_path)
+        self.path = os.fspath(new_path)
+
     # -- zero-copy transfer ------------------------------------------------------------------------
     def send_to(self, out_fd: int, position: int, length: int) -> int:
         """Send ``length`` bytes from file ``position`` to ``out_fd`` with os.sendfile."""

@@ -102,8 +102,11 @@ class ProducerStateManager:
         producer_id_expiration_ms: int = DEFAULT_PRODUCER_ID_EXPIRATION_MS,
         max_transaction_timeout_ms: int = DEFAULT_MAX_TRANSACTION_TIMEOUT_MS,
         topic_partition: str | None = None,
+        writable: bool = True,
     ) -> None:
         self.log_dir = Path(log_dir)
+        # Read-only (a dead broker's disk): snapshots are read, never written or deleted.
+        self.writable = writable
         self.topic_partition = topic_partition or self.log_dir.name
         self.producer_id_expiration_ms = producer_id_expiration_ms
         self.max_transaction_timeout_ms = max_transaction_timeout_ms
@@ -356,7 +359,7 @@ class ProducerStateManager:
 
     def take_snapshot(self, *, sync: bool = True) -> Path | None:
         """Write a snapshot at :attr:`map_end_offset` unless one is already there or later."""
-        if self._last_map_offset <= self._last_snap_offset:
+        if self._last_map_offset <= self._last_snap_offset or not self.writable:
             return None
         path = snapshot_file_path(self.log_dir, self._last_map_offset)
         write_snapshot(path, self._producers.values(), sync=sync)
@@ -394,5 +397,5 @@ class ProducerStateManager:
 
     def _remove_and_delete_snapshot(self, offset: int) -> None:
         snapshot = self._snapshots.pop(offset, None)
-        if snapshot is not None:
+        if snapshot is not None and self.writable:
             delete_snapshot_file(snapshot.path)

@@ -1,0 +1,391 @@
+"""The memory-mapped index base of ``.index`` and ``.timeindex`` (Kafka's AbstractIndex.java).
+
+An index file is an array of fixed-size big-endian entries (8 bytes in the offset index, 12 in the
+time index) whose keys increase, so lookups are binary searches over a memory map: the OS page
+cache holds the hot part and nothing is read into Python memory wholesale.
+
+Files and invariants:
+
+- A *writable* index that does not exist yet is created preallocated to ``max_index_size``
+  (segment.index.bytes, 10 MiB) rounded down to the entry size, and starts empty; appends fill
+  it; on roll or close it is trimmed to its entries (:meth:`AbstractIndex.trim_to_valid_size`).
+- An existing file is assumed valid: its entry count is its length / entry size, as Kafka does.
+  So a file left untrimmed by a crashed broker looks full of zero entries; ``skip_zero_tail=True``
+  applies the rule Kafka's tools use instead (:meth:`AbstractIndex.count_valid_entries`): the
+  entries end at the first slot ``i > 0`` whose relative offset is 0, since relative offsets
+  strictly increase after slot 0 and so a 0 there can only be an unwritten slot.
+- *Read-only* (the default) maps the file with ACCESS_READ and never changes it: no creation,
+  no resize, no trim on close. An empty file maps to nothing and has no entries.
+- Offsets are stored relative to the segment's base offset in 4 bytes, so ``offset - base``
+  must be in 0..Int.MAX (:meth:`AbstractIndex.relative_offset`).
+
+Lookup (Kafka's warm-section search): most lookups come from consumers and followers near the
+end of the log, so the last 8 KiB of entries (the "warm" section) is searched first and only
+targets before it fall back to the rest. Every lookup then touches the same few pages at the end,
+which stay in the page cache; a plain binary search over the whole file would touch a different
+set of cold pages each time the index grows by a page (AbstractIndex.java explains at length).
+"""
+
+from __future__ import annotations
+
+import abc
+import mmap
+import os
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, ClassVar
+
+from ..errors import CorruptIndexError
+from .errors import IndexOffsetOverflowError
+
+__all__ = ["DEFAULT_MAX_INDEX_SIZE", "AbstractIndex"]
+
+DEFAULT_MAX_INDEX_SIZE = 10 * 1024 * 1024  # segment.index.bytes
+_WARM_SECTION_BYTES = 8192
+_INT32_MAX = 2**31 - 1
+_SCAN_CHUNK_ENTRIES = 8192
+
+
+class AbstractIndex(abc.ABC):
+    """Entry-format-agnostic index over a memory map: open, search, resize, trim, close."""
+
+    ENTRY_SIZE: ClassVar[int]
+    KIND: ClassVar[str]  # "offset index", "time index": for messages
+    _RELATIVE_OFFSET_AT: ClassVar[int]  # byte position of the relative offset in an entry
+
+    def __init__(
+        self,
+        file: str | os.PathLike,
+        base_offset: int,
+        *,
+        writable: bool = False,
+        max_index_size: int = DEFAULT_MAX_INDEX_SIZE,
+        skip_zero_tail: bool = False,
+    ) -> None:
+        self._file = Path(file)
+        self._base_offset = base_offset
+        self._writable = writable
+        self._max_index_size = max_index_size
+        self._lock = threading.RLock()
+        self._mmap: mmap.mmap | None = None
+        self._closed = False
+        newly_created = self._map_file()
+        self._max_entries = self._length // self.ENTRY_SIZE
+        self._entries = 0 if newly_created else self._max_entries
+        if skip_zero_tail:
+            self._entries = self.count_valid_entries()
+        self._load_last_entry()
+
+    # -- opening ------------------------------------------------------------------------------
+
+    def _map_file(self) -> bool:
+        """Open and map the file; True when a writable index had to be created."""
+        newly_created = False
+        if not self._writable:
+            fd = os.open(self._file, os.O_RDONLY)
+        else:
+            try:
+                fd = os.open(self._file, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+                newly_created = True
+            except FileExistsError:
+                fd = os.open(self._file, os.O_RDWR)
+        try:
+            if newly_created:
+                if self._max_index_size < self.ENTRY_SIZE:
+                    os.close(fd)
+                    fd = -1
+                    self._file.unlink()
+                    raise ValueError(f"Invalid max index size: {self._max_index_size}")
+                os.ftruncate(fd, self._round_down(self._max_index_size))
+            self._length = os.fstat(fd).st_size
+            self._mmap = self._mmap_fd(fd, self._length)
+        finally:
+            if fd >= 0:
+                os.close(fd)
+        return newly_created
+
+    def _mmap_fd(self, fd: int, length: int) -> mmap.mmap | None:
+        if length == 0:  # mmap refuses empty files; an empty index has nothing to map
+            return None
+        access = mmap.ACCESS_WRITE if self._writable else mmap.ACCESS_READ
+        return mmap.mmap(fd, length, access=access)
+
+    def _round_down(self, size: int) -> int:
+        return self.ENTRY_SIZE * (size // self.ENTRY_SIZE)
+
+    # -- subclass hooks -------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def _load_last_entry(self) -> None:
+        """Refresh cached last-entry state after the entry count changed."""
+
+    @abc.abstractmethod
+    def sanity_check(self) -> None:
+        """Raise CorruptIndexError on obvious corruption (Kafka rebuilds such an index)."""
+
+    @abc.abstractmethod
+    def truncate_to(self, offset: int) -> None:
+        """Remove entries with offset >= ``offset``; no effect above the largest offset."""
+
+    @abc.abstractmethod
+    def entry(self, n: int) -> Any:
+        """The n-th entry, offsets absolute."""
+
+    # -- state ----------------------------------------------------------------------------------
+
+    @property
+    def file(self) -> Path:
+        return self._file
+
+    @property
+    def base_offset(self) -> int:
+        return self._base_offset
+
+    @property
+    def writable(self) -> bool:
+        return self._writable
+
+    @property
+    def max_index_size(self) -> int:
+        return self._max_index_size
+
+    @property
+    def length(self) -> int:
+        """The file's length in bytes (preallocated, so usually more than the entries use)."""
+        return self._length
+
+    @property
+    def max_entries(self) -> int:
+        return self._max_entries
+
+    @property
+    def entries(self) -> int:
+        """How many entries the index holds."""
+        return self._entries
+
+    @property
+    def size_in_bytes(self) -> int:
+        """Bytes used by the entries."""
+        return self.ENTRY_SIZE * self._entries
+
+    @property
+    def warm_entries(self) -> int:
+        return _WARM_SECTION_BYTES // self.ENTRY_SIZE
+
+    def is_full(self) -> bool:
+        return self._entries >= self._max_entries
+
+    def __iter__(self) -> Iterator[Any]:
+        for n in range(self._entries):
+            yield self.entry(n)
+
+    def __enter__(self) -> AbstractIndex:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        mode = "writable" if self._writable else "read-only"
+        return (
+            f"{type(self).__name__}({str(self._file)!r}, base_offset={self._base_offset}, "
+            f"entries={self._entries}, max_entries={self._max_entries}, {mode})"
+        )
+
+    # -- offsets --------------------------------------------------------------------------------
+
+    def relative_offset(self, offset: int) -> int:
+        """``offset - base_offset``, which must fit the 4-byte field (0..Int.MAX)."""
+        relative = offset - self._base_offset
+        if not 0 <= relative <= _INT32_MAX:
+            raise IndexOffsetOverflowError(
+                f"Integer overflow for offset: {offset} (base offset {self._base_offset})",
+                path=str(self._file),
+                offset=offset,
+            )
+        return relative
+
+    def can_append_offset(self, offset: int) -> bool:
+        return 0 <= offset - self._base_offset <= _INT32_MAX
+
+    # -- reading --------------------------------------------------------------------------------
+
+    def _buffer(self) -> mmap.mmap:
+        if self._closed:
+            raise ValueError(f"{self.KIND} {self._file} is closed")
+        assert self._mmap is not None  # callers check entries > 0 first
+        return self._mmap
+
+    def _check_entry_number(self, n: int) -> None:
+        if not 0 <= n < self._entries:
+            raise IndexError(
+                f"Attempt to fetch the {n}th entry from {self.KIND} {self._file}, "
+                f"which has size {self._entries}"
+            )
+
+    def count_valid_entries(self) -> int:
+        """Entries before the zero tail of an untrimmed file: the first slot ``i > 0`` whose
+        relative offset is 0 ends them (the rule of Kafka's DumpLogSegments). Reads the relative
+        offsets in bounded chunks; zero tests do not depend on byte order."""
+        with self._lock:
+            total = self._entries
+            if total <= 1:
+                return total
+            buf = self._buffer()
+            size, field = self.ENTRY_SIZE, self._RELATIVE_OFFSET_AT
+            start = 1
+            while start < total:
+                stop = min(total, start + _SCAN_CHUNK_ENTRIES)
+                chunk = buf[start * size : stop * size]
+                words = memoryview(chunk).cast("I")[field // 4 :: size // 4]
+                try:
+                    return start + words.tolist().index(0)
+                except ValueError:
+                    start = stop
+                finally:
+                    words.release()
+            return total
+
+    def _slot_for(
+        self, target: int, attr: Callable[[int], int], *, largest_lower_bound: bool
+    ) -> int:
+        """Slot of the largest entry whose ``attr`` is <= target (or, with
+        ``largest_lower_bound=False``, the smallest >= target); -1 if there is none."""
+        entries = self._entries
+        if entries == 0:
+            return -1
+        first_hot = max(0, entries - 1 - self.warm_entries)
+        if attr(first_hot) < target:
+            return self._binary_search(target, attr, largest_lower_bound, first_hot, entries - 1)
+        if attr(0) > target:
+            return -1 if largest_lower_bound else 0
+        return self._binary_search(target, attr, largest_lower_bound, 0, first_hot)
+
+    def _binary_search(
+        self, target: int, attr: Callable[[int], int], largest_lower_bound: bool, lo: int, hi: int
+    ) -> int:
+        while lo < hi:
+            mid = (lo + hi + 1) >> 1
+            found = attr(mid)
+            if found > target:
+                hi = mid - 1
+            elif found < target:
+                lo = mid
+            else:
+                return mid
+        if largest_lower_bound:
+            return lo
+        return -1 if lo == self._entries - 1 else lo + 1
+
+    # -- changing -------------------------------------------------------------------------------
+
+    def _check_writable(self, action: str) -> None:
+        if self._closed:
+            raise ValueError(f"{self.KIND} {self._file} is closed")
+        if not self._writable:
+            raise PermissionError(f"cannot {action} read-only {self.KIND} {self._file}")
+
+    def _truncate_to_entries(self, entries: int) -> None:
+        with self._lock:
+            self._entries = entries
+            self._load_last_entry()
+
+    def truncate(self) -> None:
+        """Remove all entries (the file keeps its length)."""
+        self._check_writable("truncate")
+        self._truncate_to_entries(0)
+
+    def resize(self, new_size: int) -> bool:
+        """Set the file and map length to ``new_size`` rounded down to the entry size (trimming
+        on roll/close, or growing back to ``max_index_size`` when a segment becomes active
+        again). Returns whether the length changed."""
+        with self._lock:
+            self._check_writable("resize")
+            rounded = self._round_down(new_size)
+            if rounded == self._length:
+                return False
+            if rounded < self.size_in_bytes:
+                raise ValueError(
+                    f"cannot resize {self.KIND} {self._file} to {rounded} bytes: its "
+                    f"{self._entries} entries use {self.size_in_bytes}"
+                )
+            if self._mmap is not None:
+                self._mmap.flush()
+                self._mmap.close()
+                self._mmap = None
+            fd = os.open(self._file, os.O_RDWR)
+            try:
+                os.ftruncate(fd, rounded)
+                self._mmap = self._mmap_fd(fd, rounded)
+            finally:
+                os.close(fd)
+            self._length = rounded
+            self._max_entries = rounded // self.ENTRY_SIZE
+            return True
+
+    def trim_to_valid_size(self) -> None:
+        """Cut the preallocated tail so the file holds exactly its entries."""
+        with self._lock:
+            self.resize(self.size_in_bytes)
+
+    def reset(self) -> None:
+        """Remove all entries and grow the file back to ``max_index_size``."""
+        with self._lock:
+            self.truncate()
+            self.resize(self._max_index_size)
+
+    def flush(self) -> None:
+        """Write the mapped pages to disk (msync)."""
+        with self._lock:
+            if self._writable and not self._closed and self._mmap is not None:
+                self._mmap.flush()
+
+    def close(self) -> None:
+        """Trim (writable indexes only) and unmap. Closing twice is harmless."""
+        with self._lock:
+            if self._closed:
+                return
+            if self._writable:
+                self.trim_to_valid_size()
+            self.close_handler()
+
+    def close_handler(self) -> None:
+        """Unmap without trimming."""
+        with self._lock:
+            if self._mmap is not None:
+                if self._writable:
+                    self._mmap.flush()
+                self._mmap.close()
+                self._mmap = None
+            self._closed = True
+
+    def delete_if_exists(self) -> bool:
+        """Unmap and delete the file; False if it did not exist."""
+        with self._lock:
+            if not self._writable:
+                raise PermissionError(f"cannot delete read-only {self.KIND} {self._file}")
+            self.close_handler()
+            try:
+                self._file.unlink()
+            except FileNotFoundError:
+                return False
+            return True
+
+    def rename_to(self, file: str | os.PathLike) -> None:
+        """Rename the backing file (e.g. adding .deleted or .swap); the map stays valid."""
+        with self._lock:
+            self._check_writable("rename")
+            target = Path(file)
+            try:
+                os.replace(self._file, target)
+            finally:
+                self._file = target
+
+    def update_parent_dir(self, parent_dir: str | os.PathLike) -> None:
+        """Follow a renamed partition directory."""
+        self._file = Path(parent_dir) / self._file.name
+
+    def _corrupt(self, message: str, *, entry: int | None = None) -> CorruptIndexError:
+        where = f" (entry {entry})" if entry is not None else ""
+        return CorruptIndexError(f"Corrupt {self.KIND}{where}: {message}", path=str(self._file))

@@ -1,0 +1,168 @@
+"""A segment's ``.index`` file: sparse map from offsets to ``.log`` positions (OffsetIndex.java).
+
+Entry layout (8 bytes, big-endian)::
+
+    0  i32  relative offset   offset - segment base offset
+    4  i32  position          byte position of the batch in the segment's .log file
+
+Invariants: relative offsets strictly increase; an entry (offset, position) says the batch whose
+*last* offset is ``offset`` starts at ``position`` (LogSegment indexes every index.interval.bytes,
+4096, of appended data). The index is not checksummed: after a crash Kafka rebuilds it from the
+log, so :meth:`OffsetIndex.sanity_check` only catches what would make lookups wrong.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from dataclasses import dataclass
+
+from .errors import InvalidOffsetError
+from .index import DEFAULT_MAX_INDEX_SIZE, AbstractIndex
+
+__all__ = ["OffsetIndex", "OffsetPosition"]
+
+_ENTRY = struct.Struct(">ii")
+_INT32_MAX = 2**31 - 1
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OffsetPosition:
+    """An offset index entry, offset absolute (Kafka's OffsetPosition)."""
+
+    offset: int
+    position: int
+
+
+class OffsetIndex(AbstractIndex):
+    """The ``.index`` of one segment; read-only unless ``writable=True``."""
+
+    ENTRY_SIZE = 8
+    KIND = "offset index"
+    _RELATIVE_OFFSET_AT = 0
+
+    def __init__(
+        self,
+        file: str | os.PathLike,
+        base_offset: int,
+        *,
+        writable: bool = False,
+        max_index_size: int = DEFAULT_MAX_INDEX_SIZE,
+        skip_zero_tail: bool = False,
+    ) -> None:
+        self._last_offset = base_offset
+        super().__init__(
+            file,
+            base_offset,
+            writable=writable,
+            max_index_size=max_index_size,
+            skip_zero_tail=skip_zero_tail,
+        )
+
+    # -- reading --------------------------------------------------------------------------------
+
+    def _load_last_entry(self) -> None:
+        self._last_offset = self.last_entry.offset
+
+    @property
+    def last_offset(self) -> int:
+        """The largest offset in the index; the base offset when it is empty."""
+        return self._last_offset
+
+    @property
+    def last_entry(self) -> OffsetPosition:
+        """The last entry; (base offset, 0) when empty."""
+        with self._lock:
+            if self._entries == 0:
+                return OffsetPosition(offset=self._base_offset, position=0)
+            return self._parse_entry(self._entries - 1)
+
+    def _parse_entry(self, n: int) -> OffsetPosition:
+        relative, position = _ENTRY.unpack_from(self._buffer(), n * 8)
+        return OffsetPosition(offset=self._base_offset + relative, position=position)
+
+    def _offset_at(self, n: int) -> int:
+        return self._base_offset + _ENTRY.unpack_from(self._buffer(), n * 8)[0]
+
+    def _position_at(self, n: int) -> int:
+        return _ENTRY.unpack_from(self._buffer(), n * 8)[1]
+
+    def entry(self, n: int) -> OffsetPosition:
+        """The n-th entry; IndexError outside 0..entries-1."""
+        with self._lock:
+            self._check_entry_number(n)
+            return self._parse_entry(n)
+
+    def lookup(self, target_offset: int) -> OffsetPosition:
+        """The entry with the largest offset <= ``target_offset``; (base offset, 0) when the
+        index is empty or the target is below its first entry."""
+        with self._lock:
+            slot = self._slot_for(target_offset, self._offset_at, largest_lower_bound=True)
+            if slot == -1:
+                return OffsetPosition(offset=self._base_offset, position=0)
+            return self._parse_entry(slot)
+
+    def fetch_upper_bound_offset(
+        self, fetch_offset: OffsetPosition, fetch_size: int
+    ) -> OffsetPosition | None:
+        """An entry at or past ``fetch_offset.position + fetch_size``: an offset surely beyond a
+        fetch of ``fetch_size`` bytes (not the smallest such offset). None if there is none."""
+        with self._lock:
+            slot = self._slot_for(
+                fetch_offset.position + fetch_size, self._position_at, largest_lower_bound=False
+            )
+            return None if slot == -1 else self._parse_entry(slot)
+
+    def sanity_check(self) -> None:
+        """Kafka's rules: a non-empty index whose last offset is below the base offset, or a
+        length that is not a multiple of 8, is corrupt."""
+        with self._lock:
+            if self._entries != 0 and self._last_offset < self._base_offset:
+                raise self._corrupt(
+                    f"the index has non-zero size but the last offset is {self._last_offset}, "
+                    f"which is less than the base offset {self._base_offset}",
+                    entry=self._entries - 1,
+                )
+            if self._length % self.ENTRY_SIZE != 0:
+                raise self._corrupt(
+                    f"found {self._length} bytes, which is not a multiple of {self.ENTRY_SIZE}"
+                )
+
+    # -- changing -------------------------------------------------------------------------------
+
+    def append(self, offset: int, position: int) -> None:
+        """Add (offset, position); ``offset`` must exceed the last offset.
+
+        Raises ValueError when full (callers roll first), :class:`InvalidOffsetError` for a
+        non-increasing offset, IndexOffsetOverflowError when it is too far from the base.
+        """
+        with self._lock:
+            self._check_writable("append to")
+            if self.is_full():
+                raise ValueError(f"Attempt to append to a full index (size = {self._entries}).")
+            if self._entries != 0 and offset <= self._last_offset:
+                raise InvalidOffsetError(
+                    f"Attempt to append an offset {offset} to position {self._entries} no larger "
+                    f"than the last offset appended ({self._last_offset})",
+                    path=str(self._file),
+                    offset=offset,
+                )
+            relative = self.relative_offset(offset)
+            if not 0 <= position <= _INT32_MAX:
+                raise ValueError(f"position {position} is outside 0..{_INT32_MAX}")
+            _ENTRY.pack_into(self._buffer(), self._entries * 8, relative, position)
+            self._entries += 1
+            self._last_offset = offset
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove entries with offset >= ``offset``."""
+        with self._lock:
+            self._check_writable("truncate")
+            slot = self._slot_for(offset, self._offset_at, largest_lower_bound=True)
+            if slot < 0:
+                new_entries = 0
+            elif self._offset_at(slot) == offset:
+                new_entries = slot
+            else:
+                new_entries = slot + 1
+            self._truncate_to_entries(new_entries)
