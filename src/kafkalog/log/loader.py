@@ -1,0 +1,250 @@
+"""Opening a partition directory: leftovers, segments, indexes and recovery (Kafka's LogLoader).
+
+Steps, as Kafka 4.x does them:
+
+1. ``*.deleted`` files (retention's and the cleaner's trash) and ``*.cleaned`` files (an
+   unfinished clean) go; ``*.swap`` files at or above the smallest ``.cleaned`` offset belong to
+   an unfinished operation and go too; the other swaps are finished cleans that replace the
+   segments they cover.
+2. Index files without a ``.log`` go. A segment whose offset or time index is missing or fails
+   its sanity check is recovered (indexes rebuilt).
+3. After an unclean shutdown every segment from the recovery point on is recovered: batches are
+   CRC-checked, the first invalid one and everything after it is cut, later segments dropped.
+4. The log start offset is the larger of the checkpointed one and the first segment's base.
+
+Where Kafka deletes, kafkalog moves files and cut bytes to the partition's quarantine
+(:mod:`kafkalog.log.quarantine`). Read-only opening does none of this: it only works out which
+files make up the log as Kafka would load it (leftovers ignored, valid swaps used in place of what
+they replace) and reports the rest.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import CorruptIndexError
+from .clock import Clock
+from .config import LogConfig
+from .naming import (
+    CLEANED_FILE_SUFFIX,
+    DELETED_FILE_SUFFIX,
+    INDEX_FILE_SUFFIX,
+    LOG_FILE_SUFFIX,
+    SWAP_FILE_SUFFIX,
+    TIME_INDEX_FILE_SUFFIX,
+    TXN_INDEX_FILE_SUFFIX,
+    offset_from_file_name,
+)
+from .producer_state import ProducerStateManager
+from .quarantine import Quarantine
+from .segment import LogSegment
+
+__all__ = ["LoadResult", "load_segments"]
+
+_INDEX_SUFFIXES = (INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX, TXN_INDEX_FILE_SUFFIX)
+
+
+@dataclass(slots=True)
+class LoadResult:
+    segments: list[LogSegment]
+    notes: list[str] = field(default_factory=list)  # what loading did or (read-only) would do
+    recovered_bytes_cut: int = 0
+
+
+def _files(directory: Path) -> list[Path]:
+    return sorted(p for p in directory.iterdir() if p.is_file())
+
+
+def _classify_leftovers(directory: Path) -> tuple[list[Path], list[Path], list[Path], list[Path]]:
+    """(deleted, cleaned, invalid swaps, valid swap .log files)."""
+    deleted, cleaned, swaps = [], [], []
+    min_cleaned = None
+    for path in _files(directory):
+        name = path.name
+        if name.endswith(DELETED_FILE_SUFFIX):
+            deleted.append(path)
+        elif name.endswith(CLEANED_FILE_SUFFIX):
+            cleaned.append(path)
+            offset = offset_from_file_name(name)
+            min_cleaned = offset if min_cleaned is None else min(min_cleaned, offset)
+        elif name.endswith(SWAP_FILE_SUFFIX):
+            swaps.append(path)
+    invalid = [
+        p for p in swaps if min_cleaned is not None and offset_from_file_name(p.name) >= min_cleaned
+    ]
+    valid_logs = [
+        p for p in swaps if p not in invalid and p.name.endswith(LOG_FILE_SUFFIX + SWAP_FILE_SUFFIX)
+    ]
+    return deleted, cleaned, invalid, valid_logs
+
+
+def load_segments(
+    directory: str | os.PathLike,
+    config: LogConfig,
+    clock: Clock,
+    *,
+    writable: bool,
+    recovery_point: int = 0,
+    had_clean_shutdown: bool = True,
+    leader_epoch_cache=None,
+    log_start_offset: int = 0,
+) -> LoadResult:
+    directory = Path(directory)
+    notes: list[str] = []
+    quarantine = Quarantine(directory, clock_ms=clock.milliseconds()) if writable else None
+    deleted, cleaned, invalid_swaps, valid_swaps = _classify_leftovers(directory)
+    for path in deleted + cleaned + invalid_swaps:
+        why = (
+            "scheduled for deletion by retention or the cleaner"
+            if path.name.endswith(DELETED_FILE_SUFFIX)
+            else "left by an unfinished log clean"
+            if path.name.endswith(CLEANED_FILE_SUFFIX)
+            else "swap file of an unfinished operation (at or above a .cleaned file's offset)"
+        )
+        if quarantine is not None:
+            quarantine.move_file(path, why)
+        notes.append(f"{path.name}: {why}")
+
+    # Finished cleans: the swap replaces the segments it covers.
+    swap_segments: dict[int, LogSegment] = {}
+    replaced: set[int] = set()
+    for swap_log in valid_swaps:
+        base = offset_from_file_name(swap_log.name)
+        segment = LogSegment.open(
+            directory, base, config, clock, writable=writable, suffix=SWAP_FILE_SUFFIX
+        )
+        if writable:
+            segment.recover(producer_state=None)
+        end = segment.read_next_offset()
+        swap_segments[base] = segment
+        for path in _files(directory):
+            if path.name.endswith(LOG_FILE_SUFFIX):
+                other = offset_from_file_name(path.name)
+                if base <= other < max(end, base + 1):
+                    replaced.add(other)
+        notes.append(f"{swap_log.name}: a finished clean replacing segments {sorted(replaced)}")
+
+    # Orphan indexes and the segments proper.
+    logs = {
+        offset_from_file_name(p.name): p
+        for p in _files(directory)
+        if p.name.endswith(LOG_FILE_SUFFIX)
+    }
+    for path in _files(directory):
+        if path.name.endswith(_INDEX_SUFFIXES) and offset_from_file_name(path.name) not in logs:
+            why = "index without a .log file"
+            if quarantine is not None:
+                quarantine.move_file(path, why)
+            notes.append(f"{path.name}: {why}")
+
+    segments: dict[int, LogSegment] = {}
+    for base in sorted(logs):
+        if base in replaced:
+            if writable:
+                for suffix in (LOG_FILE_SUFFIX, *_INDEX_SUFFIXES):
+                    old = directory / (logs[base].name[: -len(LOG_FILE_SUFFIX)] + suffix)
+                    if old.exists():
+                        quarantine.move_file(old, "replaced by a finished clean (.swap)")
+            continue
+        if writable:
+            missing = not (
+                logs[base].with_suffix(INDEX_FILE_SUFFIX).exists()
+                and logs[base].with_suffix(TIME_INDEX_FILE_SUFFIX).exists()
+            )
+            segment = LogSegment.open(directory, base, config, clock, writable=True)
+            try:
+                if missing:
+                    raise CorruptIndexError("missing index")
+                segment.offset_index.sanity_check()
+                segment.time_index.sanity_check()
+                segment.txn_index.sanity_check()
+            except CorruptIndexError as e:
+                notes.append(f"{logs[base].name}: indexes rebuilt ({e.message})")
+                _recover(segment, quarantine, notes, None, None)
+        else:
+            segment = LogSegment.open(directory, base, config, clock, writable=False)
+        segments[base] = segment
+
+    for base, segment in swap_segments.items():
+        if writable:
+            segment.change_file_suffixes(SWAP_FILE_SUFFIX, "")
+        segments[base] = segment
+    ordered = [segments[b] for b in sorted(segments)]
+
+    cut = 0
+    if writable and not had_clean_shutdown:
+        cut = _recover_from(
+            ordered,
+            recovery_point,
+            quarantine,
+            notes,
+            leader_epoch_cache,
+            directory,
+            clock,
+            log_start_offset,
+        )
+        ordered = [s for s in ordered if not s.dropped]
+    return LoadResult(ordered, notes, cut)
+
+
+def _recover(segment: LogSegment, quarantine, notes, producer_state, leader_epoch_cache) -> int:
+    def keep_tail(valid_bytes: int) -> None:
+        size = segment.log.file_size()
+        data = segment.log.read(valid_bytes, size - valid_bytes)
+        if not data.strip(b"\0"):
+            why = "a zero-filled tail (preallocated space not written before a crash)"
+        else:
+            why = "a torn or corrupt batch and everything after it (failed CRC or framing)"
+        quarantine.save_bytes(os.path.basename(segment.log.path), valid_bytes, data, why)
+
+    cut = segment.recover(producer_state, leader_epoch_cache, before_truncate=keep_tail)
+    if cut:
+        notes.append(f"{os.path.basename(segment.log.path)}: recovery cut {cut} bytes")
+    return cut
+
+
+def _recover_from(
+    segments, recovery_point, quarantine, notes, epochs, directory, clock, log_start_offset
+) -> int:
+    """Recover every segment that may hold data written after the recovery point.
+
+    Producer state is rebuilt up to the first recovered segment (from the newest snapshot below
+    it, read without changing any file), so that recovery re-derives the aborted transactions of
+    the transaction index, as Kafka's recoverSegment does.
+    """
+    start = 0
+    for i, segment in enumerate(segments):
+        if segment.base_offset <= recovery_point:
+            start = i
+    if start >= len(segments):
+        return 0
+    state = ProducerStateManager(directory, clock=clock, writable=False)
+    first_base = segments[start].base_offset
+    state.truncate_and_reload(log_start_offset, first_base)
+    for segment in segments[:start]:
+        for batch in segment.log.batches():
+            if state.map_end_offset <= batch.last_offset:
+                state.replay_batch(batch)
+    total = 0
+    for i in range(start, len(segments)):
+        segment = segments[i]
+        cut = _recover(segment, quarantine, notes, state, epochs)
+        total += cut
+        if cut:
+            for later in segments[i + 1 :]:
+                later.close()
+                for path in (
+                    later.log.path,
+                    later.offset_index_path,
+                    later.time_index_path,
+                    later.txn_index.file,
+                ):
+                    if os.path.exists(path):
+                        quarantine.move_file(
+                            path, f"after a corrupt batch in segment {segment.base_offset}"
+                        )
+                later.dropped = True
+            break
+    return total

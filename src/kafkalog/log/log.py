@@ -1,0 +1,514 @@
+"""One partition's log: segments, appends with Kafka's validation, reads, roll, flush, truncation
+and retention (Kafka's UnifiedLog and LocalLog, for a single node).
+
+With one replica the high watermark is the log end offset, so everything appended is committed;
+the last stable offset is where the first open transaction starts. Appends go to the active
+(last) segment, which rolls by size, age, full index or offset overflow. ``flush`` fsyncs and moves
+the recovery point, the offset from which recovery re-checks the log after an unclean shutdown.
+"""
+
+from __future__ import annotations
+
+import os
+from bisect import bisect_right
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import KafkalogError
+from ..format import Batch, MemoryRecords
+from ..format.constants import NO_TIMESTAMP
+from ..format.validator import validate_records
+from ..format.validator_types import AppendOrigin, LogValidatorConfig
+from .clock import Clock, SystemClock
+from .config import LogConfig
+from .file_records import TimestampAndOffset
+from .leader_epoch import LeaderEpochFileCache
+from .loader import load_segments
+from .naming import DELETED_FILE_SUFFIX, parse_partition_dir_name
+from .producer_state import ProducerStateManager
+from .segment import FetchDataInfo, LogOffsetMetadata, LogSegment, RollParams
+from .txn_index import AbortedTxn
+
+__all__ = [
+    "EARLIEST_TIMESTAMP",
+    "LATEST_TIMESTAMP",
+    "MAX_TIMESTAMP",
+    "Log",
+    "LogAppendInfo",
+    "OffsetOutOfRangeError",
+]
+
+EARLIEST_TIMESTAMP = -2  # ListOffsets sentinels
+LATEST_TIMESTAMP = -1
+MAX_TIMESTAMP = -3
+READ_UNCOMMITTED, READ_COMMITTED = "read_uncommitted", "read_committed"
+
+
+class OffsetOutOfRangeError(KafkalogError, ValueError):
+    code = 1  # OFFSET_OUT_OF_RANGE
+
+
+@dataclass(frozen=True, slots=True)
+class LogAppendInfo:
+    """Where an append went; ``duplicate`` when a retried batch was answered from the log."""
+
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+    log_append_time: int
+    valid_bytes: int
+    duplicate: bool = False
+
+
+def validator_config(config: LogConfig) -> LogValidatorConfig:
+    codec = config.compression
+    return LogValidatorConfig(
+        compression="producer" if codec is None else codec,
+        compression_level=config.compression_level,
+        timestamp_type=config.timestamp_type,
+        timestamp_before_max_ms=config["message.timestamp.before.max.ms"],
+        timestamp_after_max_ms=config["message.timestamp.after.max.ms"],
+        max_message_bytes=config["max.message.bytes"],
+        compacted=config.compact,
+    )
+
+
+class Log:
+    """A partition directory opened as a log. Use :meth:`open`; read-only unless ``writable``."""
+
+    def __init__(self, directory: Path, config: LogConfig, clock: Clock, writable: bool) -> None:
+        self.dir = directory
+        self.config = config
+        self.clock = clock
+        self.writable = writable
+        try:
+            self.topic_partition = parse_partition_dir_name(directory.name).topic_partition
+        except KafkalogError:
+            self.topic_partition = None
+        self.segments: list[LogSegment] = []
+        self.log_start_offset = 0
+        self.recovery_point = 0
+        self.load_notes: list[str] = []
+        self.leader_epoch_cache = LeaderEpochFileCache(directory, writable=writable)
+        self._producer_state: ProducerStateManager | None = None
+        self._log_end_offset = 0
+        self._unflushed = 0
+        self._last_flush_ms = clock.milliseconds()
+
+    @classmethod
+    def open(
+        cls,
+        directory: str | os.PathLike,
+        *,
+        config: LogConfig | None = None,
+        clock: Clock | None = None,
+        writable: bool = False,
+        create: bool = False,
+        log_start_offset: int = 0,
+        recovery_point: int = 0,
+        had_clean_shutdown: bool = True,
+    ) -> Log:
+        directory = Path(directory)
+        if create:
+            if not writable:
+                raise ValueError("create=True needs writable=True")
+            directory.mkdir(parents=True, exist_ok=True)
+        elif not directory.is_dir():
+            raise FileNotFoundError(f"no partition directory {directory}")
+        log = cls(directory, config or LogConfig(), clock or SystemClock(), writable)
+        loaded = load_segments(
+            directory, log.config, log.clock, writable=writable, recovery_point=recovery_point,
+            had_clean_shutdown=had_clean_shutdown, leader_epoch_cache=log.leader_epoch_cache,
+            log_start_offset=log_start_offset,
+        )  # fmt: skip
+        log.segments = loaded.segments
+        log.load_notes = loaded.notes
+        if not log.segments and writable:
+            log.segments = [
+                LogSegment.open(directory, log_start_offset, log.config, log.clock,
+                                writable=True, file_already_exists=False)
+            ]  # fmt: skip
+        first_base = log.segments[0].base_offset if log.segments else log_start_offset
+        log.log_start_offset = max(log_start_offset, first_base)
+        log._log_end_offset = log.active_segment.read_next_offset() if log.segments else first_base
+        log.recovery_point = (
+            log._log_end_offset
+            if not had_clean_shutdown
+            else min(max(recovery_point, log.log_start_offset), log._log_end_offset)
+        )
+        if writable:
+            log.leader_epoch_cache.truncate_from_end(log._log_end_offset)
+            log.leader_epoch_cache.truncate_from_start(log.log_start_offset)
+            log._load_producer_state()
+        return log
+
+    # -- state -------------------------------------------------------------------------------------
+    @property
+    def active_segment(self) -> LogSegment:
+        if not self.segments:
+            raise KafkalogError(f"{self.dir} has no segments", path=str(self.dir))
+        return self.segments[-1]
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._log_end_offset
+
+    @property
+    def high_watermark(self) -> int:
+        return self._log_end_offset  # a single replica: everything appended is committed
+
+    @property
+    def producer_state(self) -> ProducerStateManager:
+        if self._producer_state is None:
+            self._load_producer_state()
+        return self._producer_state
+
+    def _load_producer_state(self) -> None:
+        state = ProducerStateManager(
+            self.dir,
+            clock=self.clock,
+            writable=self.writable,
+            topic_partition=str(self.topic_partition or self.dir.name),
+        )
+        state.truncate_and_reload(self.log_start_offset, self._log_end_offset)
+        for batch in self.batches(state.map_end_offset):
+            if batch.last_offset >= state.map_end_offset:
+                state.replay_batch(batch)
+        state.update_map_end_offset(self._log_end_offset)
+        state.on_high_watermark_updated(self.high_watermark)
+        self._producer_state = state
+
+    @property
+    def last_stable_offset(self) -> int:
+        first_unstable = self.producer_state.first_unstable_offset()
+        return (
+            self.high_watermark
+            if first_unstable is None
+            else min(first_unstable, self.high_watermark)
+        )
+
+    def size_in_bytes(self) -> int:
+        return sum(s.size() for s in self.segments)
+
+    def _check_writable(self) -> None:
+        if not self.writable:
+            raise PermissionError(f"{self.dir} is open read-only")
+
+    # -- appending ---------------------------------------------------------------------------------
+    def append_as_leader(
+        self, records, *, leader_epoch: int = 0, origin: AppendOrigin = AppendOrigin.CLIENT
+    ) -> LogAppendInfo:
+        """Validate client ``records`` as a broker does, assign offsets, append."""
+        self._check_writable()
+        now = self.clock.milliseconds()
+        result = validate_records(
+            records, validator_config(self.config), next_offset=self._log_end_offset,
+            partition_leader_epoch=leader_epoch, now_ms=now, origin=origin,
+            topic_partition=str(self.topic_partition or self.dir.name),
+        )  # fmt: skip
+        validated = MemoryRecords(result.validated_records)
+        analysis = self.producer_state.analyze_batches(validated.batches(), origin=origin)
+        if analysis.duplicate is not None:
+            d = analysis.duplicate
+            return LogAppendInfo(d.first_offset, d.last_offset, d.timestamp,
+                                 result.log_append_time_ms, 0, duplicate=True)  # fmt: skip
+        self._append(result.validated_records, result.first_offset, result.last_offset,
+                     result.max_timestamp, analysis)  # fmt: skip
+        if leader_epoch >= 0:
+            latest = self.leader_epoch_cache.latest_epoch()
+            if latest is None or leader_epoch > latest:
+                self.leader_epoch_cache.assign(leader_epoch, result.first_offset)
+        return LogAppendInfo(
+            result.first_offset,
+            result.last_offset,
+            result.max_timestamp,
+            result.log_append_time_ms,
+            len(result.validated_records),
+        )
+
+    def append_as_follower(self, records) -> LogAppendInfo:
+        """Append batches whose offsets are already assigned (replication, a DataFrame writer).
+
+        Each batch must pass its CRC check and start at or after the log end offset.
+        """
+        self._check_writable()
+        data = bytes(records)
+        first = last = None
+        max_ts = NO_TIMESTAMP
+        for batch in MemoryRecords(data):
+            batch.ensure_valid()
+            expected = self._log_end_offset if last is None else last + 1
+            if batch.base_offset < expected:
+                raise KafkalogError(
+                    f"Out of order offsets: batch at offset {batch.base_offset} appended to "
+                    f"{self.dir} after offset {expected - 1}",
+                    offset=batch.base_offset, path=str(self.dir),
+                )  # fmt: skip
+            if batch.magic >= 2:
+                epoch = batch.partition_leader_epoch
+                latest = self.leader_epoch_cache.latest_epoch()
+                if epoch >= 0 and (latest is None or epoch > latest):
+                    self.leader_epoch_cache.assign(epoch, batch.base_offset)
+            first = batch.base_offset if first is None else first
+            last = batch.last_offset
+            max_ts = max(max_ts, batch.max_timestamp)
+        if last is None:
+            raise KafkalogError("nothing to append: no complete batch", path=str(self.dir))
+        analysis = self.producer_state.analyze_batches(
+            MemoryRecords(data).batches(), origin=AppendOrigin.REPLICATION
+        )
+        self._append(data, first, last, max_ts, analysis)
+        return LogAppendInfo(first, last, max_ts, NO_TIMESTAMP, len(data))
+
+    def _append(self, data: bytes, first: int, last: int, max_ts: int, analysis) -> None:
+        segment = self._maybe_roll(len(data), max_ts, last)
+        segment.append(last, data)
+        self._log_end_offset = last + 1
+        for txn, lso in self.producer_state.apply_append(analysis, self._log_end_offset):
+            segment.update_txn_index(txn, lso)
+        self.producer_state.on_high_watermark_updated(self.high_watermark)
+        self._unflushed += last - first + 1
+        now = self.clock.milliseconds()
+        if (self._unflushed >= self.config["flush.messages"]
+                or now - self._last_flush_ms >= self.config["flush.ms"]):  # fmt: skip
+            self.flush()
+
+    def _maybe_roll(self, size: int, max_ts: int, max_offset: int) -> LogSegment:
+        segment = self.active_segment
+        params = RollParams(
+            max_segment_ms=self.config["segment.ms"], max_segment_bytes=self.config.segment_size,
+            max_timestamp_in_messages=max_ts, max_offset_in_messages=max_offset,
+            messages_size=size, now=self.clock.milliseconds(),
+        )  # fmt: skip
+        if segment.should_roll(params):
+            return self.roll()
+        return segment
+
+    def roll(self) -> LogSegment:
+        """Start a new segment at the log end offset (the old one's indexes are trimmed)."""
+        self._check_writable()
+        new_base = self._log_end_offset
+        active = self.active_segment
+        if active.base_offset == new_base and active.size() == 0:
+            return active  # rolling an empty segment changes nothing
+        active.on_become_inactive_segment()
+        self.producer_state.update_map_end_offset(new_base)
+        self.producer_state.take_snapshot()
+        segment = LogSegment.open(self.dir, new_base, self.config, self.clock, writable=True,
+                                  file_already_exists=False)  # fmt: skip
+        self.segments.append(segment)
+        return segment
+
+    def flush(self, offset: int | None = None) -> None:
+        """fsync every segment holding offsets below ``offset`` (default: everything)."""
+        self._check_writable()
+        upto = self._log_end_offset if offset is None else min(offset, self._log_end_offset)
+        for segment in self.segments:
+            next_base = self._next_base(segment)
+            if next_base is not None and next_base <= self.recovery_point:
+                continue
+            if segment.base_offset < upto:
+                segment.flush()
+        self.leader_epoch_cache._persist()
+        self.recovery_point = max(self.recovery_point, upto)
+        self._unflushed = 0
+        self._last_flush_ms = self.clock.milliseconds()
+
+    def _next_base(self, segment: LogSegment) -> int | None:
+        i = self.segments.index(segment)
+        return self.segments[i + 1].base_offset if i + 1 < len(self.segments) else None
+
+    # -- reading -----------------------------------------------------------------------------------
+    def segment_for(self, offset: int) -> LogSegment | None:
+        """The segment whose range holds ``offset`` (the last with base <= offset)."""
+        bases = [s.base_offset for s in self.segments]
+        i = bisect_right(bases, offset) - 1
+        return self.segments[i] if i >= 0 else None
+
+    def batches(self, start_offset: int = 0) -> Iterator[Batch]:
+        """Every batch whose last offset >= ``start_offset``, across segments."""
+        first = self.segment_for(max(start_offset, 0))
+        started = first is None
+        for segment in self.segments:
+            if not started and segment is not first:
+                continue
+            started = True
+            found = segment.translate_offset(start_offset) if segment is first else None
+            position = found.position if found is not None else 0
+            if segment is first and found is None:
+                continue
+            yield from segment.log.batches(position)
+
+    def read(
+        self,
+        start_offset: int,
+        max_length: int,
+        *,
+        isolation: str = READ_UNCOMMITTED,
+        min_one_message: bool = True,
+    ) -> FetchDataInfo:
+        """Up to ``max_length`` bytes of whole batches from ``start_offset`` (Kafka's Log.read)."""
+        if start_offset < self.log_start_offset or start_offset > self._log_end_offset:
+            raise OffsetOutOfRangeError(
+                f"Received request for offset {start_offset} for partition "
+                f"{self.topic_partition}, but we only have log segments in the range "
+                f"{self.log_start_offset} to {self._log_end_offset}.",
+                offset=start_offset, path=str(self.dir),
+            )  # fmt: skip
+        upper = self.last_stable_offset if isolation == READ_COMMITTED else self.high_watermark
+        segment = self.segment_for(start_offset)
+        while segment is not None:
+            max_position = None
+            if segment is self.active_segment or self._next_base(segment) > upper:
+                found = segment.translate_offset(upper) if upper < self._log_end_offset else None
+                max_position = found.position if found is not None else segment.size()
+            info = segment.read(start_offset, max_length, max_position,
+                                min_one_message=min_one_message)  # fmt: skip
+            if info is not None:
+                if isolation == READ_COMMITTED:
+                    aborted = self._collect_aborted(start_offset, upper)
+                    return FetchDataInfo(info.fetch_offset_metadata, info.records,
+                                         info.first_entry_incomplete, aborted)  # fmt: skip
+                return info
+            i = self.segments.index(segment)
+            segment = self.segments[i + 1] if i + 1 < len(self.segments) else None
+        return FetchDataInfo(LogOffsetMetadata(start_offset), None)
+
+    def _collect_aborted(self, start_offset: int, upper: int) -> tuple[AbortedTxn, ...]:
+        found: list[AbortedTxn] = []
+        first = self.segment_for(start_offset)
+        for segment in self.segments[self.segments.index(first) :]:
+            result = segment.collect_aborted_txns(start_offset, upper)
+            found.extend(result.aborted_txns)
+            if result.is_complete:
+                break
+        return tuple(found)
+
+    def fetch_offset_by_timestamp(self, timestamp: int) -> TimestampAndOffset | None:
+        """ListOffsets: earliest (-2), latest (-1), max timestamp (-3) or the first >= timestamp."""
+        if timestamp == EARLIEST_TIMESTAMP:
+            return TimestampAndOffset(NO_TIMESTAMP, self.log_start_offset)
+        if timestamp == LATEST_TIMESTAMP:
+            return TimestampAndOffset(NO_TIMESTAMP, self._log_end_offset)
+        if timestamp == MAX_TIMESTAMP:
+            best = TimestampAndOffset(NO_TIMESTAMP, -1)
+            for segment in self.segments:
+                found = segment.log.largest_timestamp_after(0)
+                if found.timestamp > best.timestamp:
+                    best = found
+            return best if best.offset >= 0 else None
+        for segment in self.segments:
+            if segment.largest_timestamp() >= timestamp:
+                found = segment.find_offset_by_timestamp(timestamp, self.log_start_offset)
+                if found is not None:
+                    return found
+        return None
+
+    # -- truncation and retention ------------------------------------------------------------------
+    def truncate_to(self, offset: int) -> None:
+        """Remove everything at and after ``offset`` (a follower's divergent tail)."""
+        self._check_writable()
+        if offset >= self._log_end_offset:
+            return
+        if offset < self.log_start_offset:
+            offset = self.log_start_offset
+        while len(self.segments) > 1 and self.segments[-1].base_offset >= offset:
+            self.segments.pop().delete_if_exists()
+        self.active_segment.truncate_to(offset)
+        self._log_end_offset = self.active_segment.read_next_offset()
+        self.recovery_point = min(self.recovery_point, self._log_end_offset)
+        self.leader_epoch_cache.truncate_from_end(self._log_end_offset)
+        self._producer_state = None  # reloaded from snapshots and replay on next use
+
+    def increment_log_start_offset(self, new_start: int) -> int:
+        """DeleteRecords: records below ``new_start`` become invisible, whole segments go."""
+        self._check_writable()
+        if new_start > self.high_watermark:
+            raise OffsetOutOfRangeError(
+                f"Cannot increment the log start offset to {new_start} of partition "
+                f"{self.topic_partition} since it is larger than the high watermark "
+                f"{self.high_watermark}", offset=new_start, path=str(self.dir))  # fmt: skip
+        if new_start > self.log_start_offset:
+            self.log_start_offset = new_start
+            self.leader_epoch_cache.truncate_from_start(new_start)
+            self.producer_state.on_log_start_offset_incremented(new_start)
+            self._delete_segments(lambda seg, nxt: nxt <= new_start,
+                                  "below the log start offset")  # fmt: skip
+        return self.log_start_offset
+
+    def delete_old_segments(self) -> list[str]:
+        """Retention now: by log start offset, time (retention.ms) and size (retention.bytes)."""
+        self._check_writable()
+        deleted = self._delete_segments(
+            lambda seg, nxt: nxt <= self.log_start_offset,
+            "below the log start offset")  # fmt: skip
+        if not self.config.delete:
+            return deleted
+        retention_ms = self.config["retention.ms"]
+        if retention_ms >= 0:
+            now = self.clock.milliseconds()
+            deleted += self._delete_segments(
+                lambda seg, nxt: now - seg.largest_timestamp() > retention_ms,
+                f"older than retention.ms={retention_ms}")  # fmt: skip
+        retention_bytes = self.config["retention.bytes"]
+        if retention_bytes >= 0:
+            excess = self.size_in_bytes() - retention_bytes
+
+            def over(seg: LogSegment, nxt: int) -> bool:
+                nonlocal excess
+                if excess - seg.size() >= 0:
+                    excess -= seg.size()
+                    return True
+                return False
+
+            deleted += self._delete_segments(over, f"beyond retention.bytes={retention_bytes}")
+        return deleted
+
+    def _delete_segments(self, predicate, why: str) -> list[str]:
+        """Delete the oldest segments while ``predicate(segment, next base)`` holds.
+
+        The active segment is only deleted when it is not empty, after rolling a new one, so
+        the log keeps its end offset (Kafka's deleteSegments).
+        """
+        doomed: list[LogSegment] = []
+        for i, segment in enumerate(self.segments):
+            is_active = i + 1 == len(self.segments)
+            next_base = self._log_end_offset if is_active else self.segments[i + 1].base_offset
+            if (is_active and segment.size() == 0) or not predicate(segment, next_base):
+                break
+            doomed.append(segment)
+        if not doomed:
+            return []
+        if doomed[-1] is self.active_segment:
+            self.roll()
+        names = []
+        for segment in doomed:
+            self.segments.remove(segment)
+            segment.change_file_suffixes("", DELETED_FILE_SUFFIX)
+            names.append(f"{os.path.basename(segment.log.path)} ({why})")
+            segment.delete_if_exists()
+        self.log_start_offset = max(self.log_start_offset, self.segments[0].base_offset)
+        self.leader_epoch_cache.truncate_from_start(self.log_start_offset)
+        self.producer_state.on_log_start_offset_incremented(self.log_start_offset)
+        self.producer_state.delete_snapshots_before(self.segments[0].base_offset)
+        return names
+
+    # -- closing -----------------------------------------------------------------------------------
+    def close(self) -> None:
+        """Snapshot producer state and close every segment (indexes trimmed when writable)."""
+        if self.writable and self.segments:
+            self.producer_state.update_map_end_offset(self._log_end_offset)
+            self.producer_state.take_snapshot()
+        for segment in self.segments:
+            segment.close()
+
+    def __enter__(self) -> Log:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return (f"Log({self.dir}, start={self.log_start_offset}, end={self._log_end_offset}, "
+                f"segments={len(self.segments)})")  # fmt: skip

@@ -1,0 +1,340 @@
+"""Data directories (Kafka's log.dirs) and the partitions in them: Kafka's LogManager.
+
+A data directory holds one folder per partition (``<topic>-<partition>``) and, at its root, the
+checkpoint files (recovery points, log start offsets, cleaner offsets), ``meta.properties``, the
+``.lock`` that one writing process holds, and ``.kafka_cleanshutdown`` while nothing is writing.
+
+Opening is read-only unless ``writable=True``: a dead broker's disk is never changed. Writable
+opening takes every directory's lock (a second writer gets :class:`DataDirLockedError`), removes
+the clean-shutdown marker (recovering every log if it was missing), and :meth:`LogManager.close`
+writes the checkpoints and the marker back, as a broker's clean shutdown does.
+
+Topic configs come from the newest KRaft ``__cluster_metadata`` records when a directory holds
+them, else from kafkalog's own ``kafkalog-topics.json`` at the directory's root (documented in
+docs/log.md), else Kafka's defaults. A new partition goes to the directory holding the fewest.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import uuid
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from ..errors import KafkalogError
+from .checkpoints import (
+    LOG_START_OFFSET_CHECKPOINT,
+    RECOVERY_POINT_OFFSET_CHECKPOINT,
+    read_offset_checkpoint,
+    write_file_atomically,
+    write_offset_checkpoint,
+)
+from .clean_shutdown import CLEAN_SHUTDOWN_FILE_NAME, read_clean_shutdown, write_clean_shutdown
+from .clock import Clock, SystemClock
+from .cluster_metadata import CLUSTER_METADATA_DIR, MetadataImage, load_metadata_image
+from .config import LOG_CONFIG_DEFS, LogConfig
+from .errors import InvalidFileNameError
+from .kafka_uuid import uuid_to_kafka_string
+from .log import Log
+from .meta_properties import (
+    META_PROPERTIES_FILE_NAME,
+    MetaProperties,
+    read_meta_properties,
+    write_meta_properties,
+)
+from .naming import (
+    PartitionDirKind,
+    TopicPartition,
+    log_dir_name,
+    parse_partition_dir_name,
+    validate_partition,
+    validate_topic,
+)
+from .partition_metadata import (
+    PARTITION_METADATA_FILE_NAME,
+    read_partition_metadata,
+    write_partition_metadata,
+)
+
+__all__ = ["TOPICS_FILE_NAME", "DataDirLockedError", "LogManager"]
+
+LOCK_FILE_NAME = ".lock"
+# Topic configs kafkalog understands; KRaft may carry others for a topic (quotas, tiering).
+_KNOWN = frozenset(LOG_CONFIG_DEFS)
+TOPICS_FILE_NAME = "kafkalog-topics.json"
+TOPICS_FILE_VERSION = 1
+
+
+class DataDirLockedError(KafkalogError):
+    """Another process holds the data directory's ``.lock`` (a broker, or another kafkalog)."""
+
+
+class LogManager:
+    """Every partition log of one or several data directories."""
+
+    def __init__(
+        self,
+        data_dirs: str | os.PathLike | Iterable[str | os.PathLike],
+        *,
+        writable: bool = False,
+        create: bool = False,
+        clock: Clock | None = None,
+    ) -> None:
+        dirs = [data_dirs] if isinstance(data_dirs, (str, os.PathLike)) else list(data_dirs)
+        self.data_dirs = [Path(d) for d in dirs]
+        self.writable = writable
+        self.clock = clock or SystemClock()
+        self.logs: dict[TopicPartition, Log] = {}
+        self.log_dir_of: dict[TopicPartition, Path] = {}
+        self.skipped: list[tuple[Path, str]] = []  # directories that are not live partitions
+        self._locks: list[int] = []
+        self._topic_configs: dict[str, dict[str, str]] = {}
+        self._topic_ids: dict[str, uuid.UUID] = {}
+        for d in self.data_dirs:
+            if not d.is_dir():
+                if not create:
+                    raise FileNotFoundError(f"data directory {d} does not exist")
+                d.mkdir(parents=True)
+        try:
+            if writable:
+                for d in self.data_dirs:
+                    self._lock(d)
+            self._load_topics_files()
+            self.metadata: MetadataImage | None = load_metadata_image(
+                [str(d) for d in self.data_dirs]
+            )
+            self._discover()
+        except BaseException:
+            self._unlock()
+            raise
+
+    # -- opening -----------------------------------------------------------------------------------
+    def _lock(self, directory: Path) -> None:
+        fd = os.open(directory / LOCK_FILE_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise DataDirLockedError(
+                f"Failed to acquire lock on file .lock in {directory}. A Kafka instance or "
+                f"another kafkalog process is currently using this directory.",
+                path=str(directory),
+            ) from None
+        self._locks.append(fd)
+
+    def _unlock(self) -> None:
+        for fd in self._locks:
+            os.close(fd)  # closing releases the flock
+        self._locks.clear()
+
+    def _load_topics_files(self) -> None:
+        for d in self.data_dirs:
+            path = d / TOPICS_FILE_NAME
+            if not path.exists():
+                continue
+            try:
+                doc = json.loads(path.read_text("utf-8"))
+                if doc.get("version") != TOPICS_FILE_VERSION:
+                    raise ValueError(f"unsupported version {doc.get('version')!r}")
+                for topic, entry in doc.get("topics", {}).items():
+                    configs = {str(k): str(v) for k, v in entry.get("configs", {}).items()}
+                    LogConfig(configs)  # validate now, with the file named on error
+                    self._topic_configs[topic] = configs
+                    if entry.get("topicId"):
+                        self._topic_ids[topic] = uuid.UUID(entry["topicId"])
+            except (ValueError, AttributeError, KafkalogError) as e:
+                raise KafkalogError(f"invalid topics file: {e}", path=str(path)) from None
+
+    def _discover(self) -> None:
+        for d in self.data_dirs:
+            had_clean_shutdown = True
+            marker = d / CLEAN_SHUTDOWN_FILE_NAME
+            if self.writable:
+                # A new or empty directory has nothing to recover.
+                had_clean_shutdown = marker.exists() or not any(p.is_dir() for p in d.iterdir())
+                if marker.exists():
+                    read_clean_shutdown(marker)  # a malformed marker is worth an error
+                    os.unlink(marker)
+                self._ensure_meta_properties(d)
+            recovery_points = self._read_checkpoint(d / RECOVERY_POINT_OFFSET_CHECKPOINT)
+            start_offsets = self._read_checkpoint(d / LOG_START_OFFSET_CHECKPOINT)
+            for child in sorted(d.iterdir()):
+                if not child.is_dir() or child.name == CLUSTER_METADATA_DIR:
+                    continue
+                try:
+                    parsed = parse_partition_dir_name(child.name)
+                except (InvalidFileNameError, KafkalogError) as e:
+                    self.skipped.append((child, f"not a partition directory: {e}"))
+                    continue
+                if parsed.kind != PartitionDirKind.LIVE:
+                    self.skipped.append((child, f"{parsed.kind.name.lower()} partition directory"))
+                    continue
+                tp = parsed.topic_partition
+                if tp in self.logs:
+                    raise KafkalogError(
+                        f"Duplicate log directories for {tp} are found in both "
+                        f"{self.log_dir_of[tp]} and {d}. It is likely because log directory "
+                        f"failure happened while broker was replacing current replica with "
+                        f"future replica. Recover broker from this failure by manually deleting "
+                        f"one of the two directories for this partition.",
+                        path=str(child),
+                    )
+                self.logs[tp] = Log.open(
+                    child,
+                    config=self.config_for(tp.topic),
+                    clock=self.clock,
+                    writable=self.writable,
+                    log_start_offset=start_offsets.get(tp, 0),
+                    recovery_point=recovery_points.get(tp, 0),
+                    had_clean_shutdown=had_clean_shutdown,
+                )
+                self.log_dir_of[tp] = d
+
+    @staticmethod
+    def _read_checkpoint(path: Path) -> dict[TopicPartition, int]:
+        return read_offset_checkpoint(path) if path.exists() else {}
+
+    def _ensure_meta_properties(self, directory: Path) -> None:
+        path = directory / META_PROPERTIES_FILE_NAME
+        if path.exists():
+            return
+        cluster_id = next(
+            (m.cluster_id for m in self._existing_meta() if m.cluster_id), None
+        ) or uuid_to_kafka_string(uuid.uuid4())
+        write_meta_properties(
+            path,
+            MetaProperties(version=1, cluster_id=cluster_id, node_id=0, directory_id=uuid.uuid4()),
+        )
+
+    def _existing_meta(self) -> list[MetaProperties]:
+        found = []
+        for d in self.data_dirs:
+            path = d / META_PROPERTIES_FILE_NAME
+            if path.exists():
+                found.append(read_meta_properties(path))
+        return found
+
+    # -- topics ------------------------------------------------------------------------------------
+    def config_for(self, topic: str) -> LogConfig:
+        """KRaft metadata first, then kafkalog's topics file, then Kafka's defaults."""
+        image = getattr(self, "metadata", None)
+        if image is not None and topic in image.topics:
+            known = {k: v for k, v in image.topics[topic].configs.items() if k in _KNOWN}
+            return LogConfig(known)
+        return LogConfig(self._topic_configs.get(topic, {}))
+
+    def topic_id(self, topic: str) -> uuid.UUID | None:
+        if self.metadata is not None and topic in self.metadata.topics:
+            return self.metadata.topics[topic].topic_id
+        for tp, d in self.log_dir_of.items():
+            if tp.topic == topic:
+                meta = d / log_dir_name(tp) / PARTITION_METADATA_FILE_NAME
+                if meta.exists():
+                    return read_partition_metadata(meta).topic_id
+        return self._topic_ids.get(topic)
+
+    def topics(self) -> dict[str, list[int]]:
+        out: dict[str, list[int]] = {}
+        for tp in sorted(self.logs, key=lambda t: (t.topic, t.partition)):
+            out.setdefault(tp.topic, []).append(tp.partition)
+        return out
+
+    def get_log(self, tp: TopicPartition) -> Log | None:
+        return self.logs.get(tp)
+
+    def create_topic(
+        self, topic: str, num_partitions: int, configs: Mapping[str, str] | None = None
+    ) -> list[Log]:
+        """Create ``num_partitions`` partitions (and record the configs in the topics file)."""
+        self._check_writable()
+        validate_topic(topic)
+        if any(tp.topic == topic for tp in self.logs):
+            raise KafkalogError(f"Topic '{topic}' already exists.")
+        configs = {str(k): str(v) for k, v in (configs or {}).items()}
+        LogConfig(configs)
+        topic_id = uuid.uuid4()
+        self._topic_configs[topic] = configs
+        self._topic_ids[topic] = topic_id
+        self._write_topics_file()
+        return [self.get_or_create_log(TopicPartition(topic, p)) for p in range(num_partitions)]
+
+    def get_or_create_log(self, tp: TopicPartition) -> Log:
+        existing = self.logs.get(tp)
+        if existing is not None:
+            return existing
+        self._check_writable()
+        validate_topic(tp.topic)
+        validate_partition(tp.partition)
+        counts = {d: 0 for d in self.data_dirs}
+        for d in self.log_dir_of.values():
+            counts[d] += 1
+        target = min(self.data_dirs, key=lambda d: counts[d])  # the emptiest, in listed order
+        path = target / log_dir_name(tp)
+        log = Log.open(
+            path, config=self.config_for(tp.topic), clock=self.clock, writable=True, create=True
+        )
+        topic_id = self.topic_id(tp.topic) or self._topic_ids.setdefault(tp.topic, uuid.uuid4())
+        write_partition_metadata(path / PARTITION_METADATA_FILE_NAME, topic_id)
+        self.logs[tp] = log
+        self.log_dir_of[tp] = target
+        return log
+
+    def _write_topics_file(self) -> None:
+        doc = {
+            "version": TOPICS_FILE_VERSION,
+            "topics": {
+                t: {
+                    "topicId": str(self._topic_ids[t]) if t in self._topic_ids else None,
+                    "configs": c,
+                }
+                for t, c in sorted(self._topic_configs.items())
+            },
+        }
+        data = (json.dumps(doc, indent=2, sort_keys=True) + "\n").encode()
+        for d in self.data_dirs:
+            write_file_atomically(d / TOPICS_FILE_NAME, data)
+
+    def _check_writable(self) -> None:
+        if not self.writable:
+            raise PermissionError("the data directories are open read-only")
+
+    # -- checkpoints and closing -------------------------------------------------------------------
+    def checkpoint(self) -> None:
+        """Write every directory's recovery-point and log-start-offset checkpoints atomically."""
+        self._check_writable()
+        for d in self.data_dirs:
+            logs = {tp: log for tp, log in self.logs.items() if self.log_dir_of[tp] == d}
+            write_offset_checkpoint(
+                d / RECOVERY_POINT_OFFSET_CHECKPOINT,
+                {tp: log.recovery_point for tp, log in logs.items()},
+            )
+            write_offset_checkpoint(
+                d / LOG_START_OFFSET_CHECKPOINT,
+                {tp: log.log_start_offset for tp, log in logs.items()},
+            )
+
+    def flush(self) -> None:
+        for log in self.logs.values():
+            log.flush()
+        self.checkpoint()
+
+    def close(self) -> None:
+        """Clean shutdown when writable: flush, checkpoint, marker; then release the locks."""
+        try:
+            if self.writable:
+                self.flush()
+            for log in self.logs.values():
+                log.close()
+            if self.writable:
+                for d in self.data_dirs:
+                    write_clean_shutdown(d / CLEAN_SHUTDOWN_FILE_NAME, None)
+        finally:
+            self._unlock()
+
+    def __enter__(self) -> LogManager:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
