@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 
 from .. import __version__
-from . import dump
+from . import dump, verify
 
 EXIT_OK = 0
 EXIT_PROBLEMS = 1
@@ -29,6 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     commands.required = True
     dump.add_parser(commands)
+    verify.add_parser(commands)
     return parser
 
 

@@ -1,0 +1,148 @@
+"""``kafkalog verify``: check a data directory, a partition directory or one file, read-only.
+
+Text output is for people: a table per partition, then the findings, errors first. ``--json``
+writes one object per line, documented in docs/cli.md with the same contract as ``dump --json``:
+readers ignore unknown types and fields; fields are only ever added. The exit status is the
+verdict: 0 no error (warnings allowed), 1 errors found, 2 usage error, 3 I/O error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from ..log.verify_report import ERROR, INFO, WARNING, VerifyReport
+
+EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_IO = 0, 1, 2, 3
+
+EXAMPLES = """\
+examples:
+  kafkalog verify /var/lib/kafka/data
+  kafkalog verify --no-deep /var/lib/kafka/data/orders-0
+  kafkalog verify orders-0/00000000000000000000.index
+  kafkalog verify --json /var/lib/kafka/data | jq 'select(.severity=="error")'
+
+exit status: 0 no errors (warnings allowed), 1 errors found, 2 usage error, 3 I/O error
+"""
+
+_ORDER = {ERROR: 0, WARNING: 1, INFO: 2}
+
+
+def add_parser(commands) -> None:
+    parser = commands.add_parser(
+        "verify",
+        help="check a data directory, partition directory or file against Kafka's rules",
+        description="Check Kafka log files without changing them: batch CRCs and framing, "
+        "records, offsets within and across segments, indexes against the log, checkpoints, "
+        "producer snapshots and leftovers. Accepts a broker data directory, a partition "
+        "directory, or one .log/.index/.timeindex/.txnindex/.snapshot/checkpoint file.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("path", metavar="DATA_DIR|PARTITION_DIR|FILE", help="what to verify")
+    parser.add_argument("--json", action="store_true", help="one JSON object per line")
+    parser.add_argument(
+        "--no-deep",
+        dest="deep",
+        action="store_false",
+        help="do not decode records (batch CRCs, framing and offsets are still checked)",
+    )
+    parser.add_argument(
+        "--quiet", action="store_true", help="print only errors (with --json: errors and summary)"
+    )
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..log.verify import verify  # imported here: other commands need not load the log layer
+
+    try:
+        report = verify(args.path, deep=args.deep)
+    except FileNotFoundError as e:
+        print(f"kafkalog verify: {args.path}: {e.strerror or e}", file=sys.stderr)
+        return EXIT_IO
+    except ValueError as e:
+        print(f"kafkalog verify: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except OSError as e:
+        print(f"kafkalog verify: {e.filename or args.path}: {e.strerror or e}", file=sys.stderr)
+        return EXIT_IO
+    if args.json:
+        _print_json(report, quiet=args.quiet)
+    else:
+        _print_text(report, quiet=args.quiet)
+    sys.stdout.flush()
+    return EXIT_OK if report.ok else EXIT_PROBLEMS
+
+
+def _sorted_findings(report: VerifyReport, quiet: bool):
+    found = [f for f in report.findings if not quiet or f.severity == ERROR]
+    return sorted(found, key=lambda f: _ORDER[f.severity])  # stable: discovery order within
+
+
+def _print_json(report: VerifyReport, *, quiet: bool) -> None:
+    out = sys.stdout
+    if not quiet:
+        for summary in report.partitions:
+            out.write(json.dumps({"type": "partition", **summary.to_dict()}) + "\n")
+    for finding in _sorted_findings(report, quiet):
+        out.write(json.dumps({"type": "finding", **finding.to_dict()}) + "\n")
+    out.write(json.dumps({"type": "summary", **report.summary_dict()}) + "\n")
+
+
+def _print_text(report: VerifyReport, *, quiet: bool) -> None:
+    """Table, blank line, findings, blank line, one summary line (``quiet``: errors only)."""
+    findings = [f"{_relative(f.path, report.path)}: {_describe(f)}" for f in
+                _sorted_findings(report, quiet)]  # fmt: skip
+    if quiet:
+        blocks = [findings]
+    else:
+        totals, counts = report.summary_dict(), report.counts
+        summary = (
+            f"verified {report.path}: {totals['partitions']} partitions, {totals['segments']} "
+            f"segments, {totals['batches']} batches, {totals['records']} records in "
+            f"{report.files_checked} files ({'deep' if report.deep else 'no record decoding'}): "
+            f"{_plural(counts[ERROR], 'error')}, {_plural(counts[WARNING], 'warning')}, "
+            f"{counts[INFO]} info"
+        )
+        blocks = [_table(report), findings, [summary]]
+    text = "\n\n".join("\n".join(block) for block in blocks if block)
+    sys.stdout.write(text + "\n" if text else "")
+
+
+def _table(report: VerifyReport) -> list[str]:
+    if not report.partitions:
+        return []
+    names = [_relative(p.path, report.path) for p in report.partitions]
+    width = max(9, *(len(n) for n in names))
+    columns = ("SEGMENTS", "BATCHES", "RECORDS", "ERRORS", "WARNINGS")
+    lines = [f"{'PARTITION':<{width}}  " + "  ".join(f"{c:>8}" for c in columns)]
+    for name, p in zip(names, report.partitions):
+        values = (p.segments, p.batches, p.records, p.errors, p.warnings)
+        lines.append(f"{name:<{width}}  " + "  ".join(f"{v:>8}" for v in values))
+    return lines
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _describe(finding) -> str:
+    where = []
+    if finding.position is not None:
+        where.append(f"position {finding.position}")
+    if finding.offset is not None:
+        where.append(f"offset {finding.offset}")
+    at = f" ({', '.join(where)})" if where else ""
+    return f"{finding.severity.upper()} {finding.code}{at}: {finding.message}"
+
+
+def _relative(path: str, root: str) -> str:
+    """Paths under a verified directory are shown relative to it (a file stays as given)."""
+    if os.path.isdir(root):
+        relative = os.path.relpath(path, root)
+        if not relative.startswith(".."):
+            return os.path.basename(path) if relative == "." else relative
+    return path

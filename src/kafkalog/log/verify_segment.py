@@ -1,0 +1,331 @@
+"""Walking one file of batches, a segment's ``.log`` or a KRaft snapshot (part of
+:mod:`kafkalog.log.verify`; nothing here writes).
+
+The log is walked once, as Kafka's recovery would (FileRecords/RecordsScan): every batch's CRC,
+its header rules and, deep, every record; offsets must increase from the segment's base offset. How
+the file ends matters: a partial last batch is what a live broker's active segment has while it
+appends (a warning there, an error in a rolled segment, which Kafka completed before rolling); a
+zero-filled tail is preallocated space never written, left by an unclean shutdown (an error, as
+recovery truncates it); bytes that cannot be a batch header are corrupt (an error).
+Index checks ride along the walk as observers (:mod:`.verify_index`), so no batch is held.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import struct
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from ..errors import CorruptRecordError, InvalidRecordError, KafkalogError
+from ..format import Batch, ControlRecordType, RecordsScan, Tail
+from ..format.constants import CONTROL_FLAG_MASK, MAGIC_VALUE_V2
+from ..format.control import decode_control_type
+from .verify_report import FindingSink
+
+__all__ = ["BatchFacts", "LogScan", "ReadOnlyMap", "scan_log"]
+
+_INT32_MAX = 2**31 - 1
+_HEADER = struct.Struct(">qi")  # offset, size: the start of every log entry
+_DECODE_ERRORS = (CorruptRecordError, InvalidRecordError)
+
+
+class ReadOnlyMap:
+    """A file's bytes as a memoryview over a read-only mmap (never changes the file)."""
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        self._path = path
+        self._mmap: mmap.mmap | None = None
+        self._view = memoryview(b"")
+
+    def __enter__(self) -> memoryview:
+        with open(self._path, "rb") as f:
+            if os.fstat(f.fileno()).st_size:
+                self._mmap = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+                self._view = memoryview(self._mmap)
+        return self._view
+
+    def __exit__(self, *exc: object) -> None:
+        if self._mmap is not None:
+            try:
+                self._view.release()
+                self._mmap.close()
+            except BufferError:
+                pass  # a batch view is still referenced (a traceback); the GC unmaps it
+
+
+@dataclass(slots=True)
+class LogScan:
+    """What walking one file of batches learned."""
+
+    path: str
+    size: int = 0
+    valid_bytes: int = 0
+    tail: str = Tail.NONE
+    batches: int = 0
+    records: int = 0
+    first_offset: int | None = None  # first batch's base offset (its last when unknown)
+    last_offset: int | None = None  # last batch's last offset
+    gaps: int = 0  # places where a batch does not start right after the previous one
+    missing_offsets: int = 0
+    first_gap_after: int | None = None
+    abort_markers: dict[int, int] = field(default_factory=dict)  # marker offset -> producer id
+
+    @property
+    def next_offset(self) -> int | None:
+        return None if self.last_offset is None else self.last_offset + 1
+
+
+@dataclass(frozen=True, slots=True)
+class BatchFacts:
+    """The few facts the index checks need about a batch (so no batch view is kept)."""
+
+    position: int
+    base_offset: int | None  # None: a legacy wrapper that cannot be decompressed
+    last_offset: int
+    max_timestamp: int
+
+
+def scan_log(
+    path: str | os.PathLike,
+    sink: FindingSink,
+    *,
+    deep: bool,
+    base_offset: int | None = None,
+    active: bool = False,
+    snapshot: bool = False,
+    observers: Iterable = (),
+) -> LogScan:
+    """Walk a file of batches (a segment, or with ``snapshot`` a KRaft snapshot) and report."""
+    path = os.fspath(path)
+    scan = LogScan(path)
+    observers = list(observers)
+    sink.files_checked += 1
+    with ReadOnlyMap(path) as view:
+        scan.size = len(view)
+        records = RecordsScan(view)
+        prev_last: int | None = None
+        batch = None
+        for batch in records:
+            facts = _check_batch(batch, scan, sink, deep=deep)
+            key = facts.base_offset if facts.base_offset is not None else facts.last_offset
+            _check_order(facts, key, prev_last, scan, sink, base_offset)
+            for observer in observers:
+                observer.on_batch(facts, prev_last)
+            prev_last = facts.last_offset
+            scan.last_offset = facts.last_offset
+            if scan.first_offset is None:
+                scan.first_offset = key
+        del batch
+        scan.valid_bytes, scan.tail = records.valid_bytes, records.tail
+        floor = prev_last  # a batch after the last complete one must start above this
+        if floor is None and base_offset is not None:
+            floor = base_offset - 1
+        _check_tail(view, records, scan, sink, floor, active=active and not snapshot)
+        del records
+    for observer in observers:
+        observer.finish(scan)
+    return scan
+
+
+def _check_batch(batch: Batch, scan: LogScan, sink: FindingSink, *, deep: bool) -> BatchFacts:
+    scan.batches += 1
+    if batch.magic == MAGIC_VALUE_V2:
+        return _check_v2(batch, scan, sink, deep=deep)
+    path, position, last = scan.path, batch.position, batch.offset
+    crc_ok = _check_crc(batch, batch.crc, last, scan, sink)
+    base = last if not batch.is_compressed else None
+    if crc_ok and (deep or batch.is_compressed):
+        try:
+            inner = batch.records()  # a wrapper's count needs its inner messages
+        except _DECODE_ERRORS as e:
+            _record_corrupt(e, sink, path, position, last)
+            scan.records += 1
+            return BatchFacts(position, base, last, batch.max_timestamp)
+        scan.records += len(inner)
+        if batch.is_compressed:
+            base = inner[0].offset
+            if deep:
+                _check_legacy_inner(inner, last, sink, path, position)
+    else:
+        scan.records += 1
+    return BatchFacts(position, base, last, batch.max_timestamp)
+
+
+def _check_crc(batch: Batch, stored: int, offset: int, scan: LogScan, sink: FindingSink) -> bool:
+    computed = batch.compute_checksum()
+    if stored != computed:
+        sink.error(
+            "crc-mismatch", scan.path,
+            f"Record is corrupt (stored crc = {stored}, computed crc = {computed}) in the "
+            f"{batch.size_in_bytes}-byte batch; its records are not decoded",
+            position=batch.position, offset=offset,
+        )  # fmt: skip
+    return stored == computed
+
+
+def _check_v2(batch: Batch, scan: LogScan, sink: FindingSink, *, deep: bool) -> BatchFacts:
+    """Header rules (those the CRC covers only when it matches), then the records."""
+    base, _, _, _, stored, attributes, delta, _, max_ts, producer_id, _, _, count = batch.header()
+    last, position = base + delta, batch.position
+    scan.records += max(count, 0)
+    if _check_crc(batch, stored, base, scan, sink):
+        problem = None
+        if delta < 0:
+            problem = f"lastOffsetDelta {delta} is negative"
+        elif count < 0:
+            problem = f"records count {count} is negative"
+        elif count > delta + 1:
+            problem = (
+                f"records count {count} is more than the {delta + 1} offsets {base}..{last} "
+                f"the batch spans (lastOffsetDelta {delta})"
+            )
+        if problem is not None:
+            sink.error("batch-header", scan.path, problem, position=position, offset=base)
+        elif deep or attributes & CONTROL_FLAG_MASK:
+            is_control = bool(attributes & CONTROL_FLAG_MASK)
+            _decode_v2(batch, base, last, is_control, producer_id, scan, sink)
+    return BatchFacts(position, base, last, max_ts)
+
+
+def _decode_v2(
+    batch: Batch, base: int, last: int, is_control: bool, producer_id: int, scan, sink
+) -> None:
+    """Decode every record: offsets strictly increase inside [base, last]; note ABORT markers."""
+    previous = base - 1
+    try:
+        for record in batch.records():
+            if not previous < record.offset <= last:
+                sink.error(
+                    "batch-record-offsets", scan.path,
+                    f"record offset {record.offset} is not between the previous record's "
+                    f"{previous} and the batch's last offset {last}",
+                    position=batch.position, offset=record.offset,
+                )  # fmt: skip
+                return
+            previous = record.offset
+            if is_control and decode_control_type(record.key) == ControlRecordType.ABORT:
+                scan.abort_markers[record.offset] = producer_id
+    except _DECODE_ERRORS as e:
+        _record_corrupt(e, sink, scan.path, batch.position, base)
+
+
+def _check_legacy_inner(inner, last: int, sink: FindingSink, path: str, position: int) -> None:
+    previous = None
+    for record in inner:
+        if not record.is_valid:
+            sink.error(
+                "crc-mismatch", path,
+                f"inner message at offset {record.offset} of the compressed wrapper has a CRC "
+                f"that does not match (stored crc = {record.crc})",
+                position=position, offset=record.offset,
+            )  # fmt: skip
+        if previous is not None and record.offset <= previous:
+            sink.error(
+                "batch-record-offsets", path,
+                f"inner offset {record.offset} does not follow {previous}",
+                position=position, offset=record.offset,
+            )  # fmt: skip
+            return
+        previous = record.offset
+    if previous != last:
+        sink.error(
+            "batch-record-offsets", path,
+            f"the wrapper's offset {last} is not its last inner offset {previous}",
+            position=position, offset=last,
+        )  # fmt: skip
+
+
+def _record_corrupt(e: KafkalogError, sink, path: str, position: int, offset: int) -> None:
+    sink.error(
+        "record-corrupt", path, e.message,
+        position=e.position if e.position is not None else position,
+        offset=e.offset if e.offset is not None else offset,
+    )  # fmt: skip
+
+
+def _check_order(
+    facts: BatchFacts, key: int, prev_last: int | None, scan: LogScan, sink, base_offset
+) -> None:
+    path, position = scan.path, facts.position
+    if prev_last is None:
+        if base_offset is not None and key < base_offset:
+            sink.error(
+                "segment-base-offset", path,
+                f"the first batch starts at offset {key}, below the segment's base offset "
+                f"{base_offset} (its file name)",
+                position=position, offset=key,
+            )  # fmt: skip
+    elif key <= prev_last:
+        sink.error(
+            "offset-order", path,
+            f"batch offsets {key}..{facts.last_offset} do not follow the previous batch's last "
+            f"offset {prev_last}",
+            position=position, offset=key,
+        )  # fmt: skip
+    elif key > prev_last + 1 and facts.base_offset is not None:
+        scan.gaps += 1
+        scan.missing_offsets += key - prev_last - 1
+        if scan.first_gap_after is None:
+            scan.first_gap_after = prev_last
+    if base_offset is not None and facts.last_offset - base_offset > _INT32_MAX:
+        sink.error(
+            "offset-overflow", path,
+            f"offset {facts.last_offset} is more than Int.MAX past the segment's base offset "
+            f"{base_offset}: indexes cannot hold it (Kafka rolls before this)",
+            position=position, offset=facts.last_offset,
+        )  # fmt: skip
+
+
+def _check_tail(view, records: RecordsScan, scan: LogScan, sink, floor, *, active: bool) -> None:
+    """How the file ends; ``floor``: the offset a next batch must be above (None: unknown)."""
+    path, at, left = scan.path, records.valid_bytes, records.invalid_bytes
+    if records.tail == Tail.ZEROS:
+        sink.error(
+            "zero-tail", path,
+            f"the last {left} bytes are zeros: preallocated space never written, left by an "
+            f"unclean shutdown (Kafka's recovery truncates the file here)",
+            position=at,
+        )  # fmt: skip
+    elif records.tail == Tail.CORRUPT:
+        sink.error(
+            "corrupt-framing", path,
+            f"{records.error.message}; the {left} bytes from here on cannot be read as batches "
+            f"(Kafka's recovery would truncate the file here)",
+            position=at, offset=records.error.offset,
+        )  # fmt: skip
+    elif records.tail == Tail.PARTIAL:
+        offset, size, magic = _peek_header(view, at)
+        plausible = (magic is None or magic <= MAGIC_VALUE_V2) and (
+            offset is None or floor is None or offset > floor
+        )
+        what = f"an incomplete last batch: {left} of its {size + 12 if size else '?'} bytes"
+        if not plausible:
+            sink.error(
+                "corrupt-framing", path,
+                f"{left} trailing bytes do not start a plausible batch (offset {offset}, size "
+                f"{size}, magic {magic})",
+                position=at, offset=offset,
+            )  # fmt: skip
+        elif active:
+            sink.warning(
+                "torn-tail", path,
+                f"{what}: normal while a broker appends to its active segment; Kafka's "
+                f"recovery truncates it after an unclean shutdown",
+                position=at, offset=offset,
+            )  # fmt: skip
+        else:
+            sink.error(
+                "torn-tail", path,
+                f"{what}, in a file Kafka had completed (a rolled segment or a snapshot)",
+                position=at, offset=offset,
+            )  # fmt: skip
+
+
+def _peek_header(view, at: int) -> tuple[int | None, int | None, int | None]:
+    left = len(view) - at
+    if left < _HEADER.size:
+        return None, None, None
+    offset, size = _HEADER.unpack_from(view, at)
+    return offset, size, view[at + 16] if left > 16 else None

@@ -1,0 +1,579 @@
+"""kafkalog.log.verify: real broker data dirs report only what MISSING.json explains, and every
+defect planted in a valid data dir is found with its code and location, without changing a file.
+
+Valid data dirs are written by kafkalog's LogManager/Log (clean shutdown) or, for hand-made
+segments, from batches built by kafka-python; expected locations are computed here from the bytes
+with ``struct``, and the fixture expectations from MISSING.json, EXPECTED.json and the files
+present, never from verify's own output. Every verify call checks that no file changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import struct
+import uuid
+from pathlib import Path
+
+import pytest
+from kafka.record import MemoryRecordsBuilder as KpBuilder
+from kafka.record.legacy_records import LegacyRecordBatchBuilder
+
+from kafkalog.format import ControlRecordType, build_end_txn_marker_batch
+from kafkalog.format.crc import crc32c
+from kafkalog.format.validator_types import AppendOrigin
+from kafkalog.log.clock import MockClock
+from kafkalog.log.kafka_uuid import uuid_to_kafka_string
+from kafkalog.log.manager import LogManager
+from kafkalog.log.verify import VerifyReport, verify
+
+T0 = 1_700_000_000_000
+FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures"
+KAFKA_DATA = FIXTURES / "kafka-data"
+DATA_DIRS = sorted(p.name for p in KAFKA_DATA.iterdir()) if KAFKA_DATA.is_dir() else []
+needs_fixtures = pytest.mark.skipif(
+    not DATA_DIRS, reason="../shared/fixtures is only present beside the repository in CI"
+)
+TOPIC_CONFIGS = {
+    "internal.segment.bytes": "4000",  # several segments
+    "index.interval.bytes": "300",  # several index entries per segment
+    "message.timestamp.after.max.ms": str(1 << 50),
+    "message.timestamp.before.max.ms": str(1 << 50),
+}
+
+
+# -- helpers -------------------------------------------------------------------------------------
+def tree_state(root: Path) -> dict[str, tuple[str, int, int]]:
+    """Every file under ``root``: sha256, size, mtime (ns)."""
+    return {
+        str(p.relative_to(root)): (
+            hashlib.sha256(p.read_bytes()).hexdigest(),
+            p.stat().st_size,
+            p.stat().st_mtime_ns,
+        )
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+def run_verify(path: Path, root: Path | None = None, **kw) -> VerifyReport:
+    """verify(path), asserting that nothing under ``root`` (default: path) changed."""
+    root = root or (path if path.is_dir() else path.parent)
+    before = tree_state(root)
+    report = verify(path, **kw)
+    assert tree_state(root) == before, "verify changed a file"
+    return report
+
+
+def located(report: VerifyReport, severity: str | None = None) -> set[tuple]:
+    return {
+        (f.code, f.path, f.position, f.offset)
+        for f in report.findings
+        if severity in (None, f.severity)
+    }
+
+
+def kp_batch(values: int, *, offset: int, ts: int = T0, pid: int = -1, seq: int = -1) -> bytes:
+    builder = KpBuilder(2, 0, 1 << 30, producer_id=pid, producer_epoch=0 if pid >= 0 else -1,
+                        base_sequence=seq)  # fmt: skip
+    for i in range(values):
+        assert builder.append(ts + i, b"k%d" % (i % 7), b"value-%d " % i * 8, []) is not None
+    builder.close()
+    data = bytearray(builder.buffer())
+    struct.pack_into(">q", data, 0, offset)  # baseOffset is outside the CRC
+    return bytes(data)
+
+
+def entries(path: Path) -> list[tuple[int, int, int]]:
+    """(position, base offset, last offset) of every v2 batch, read with struct."""
+    data, out, pos = path.read_bytes(), [], 0
+    while pos + 12 <= len(data):
+        base, size = struct.unpack_from(">qi", data, pos)
+        out.append((pos, base, base + struct.unpack_from(">i", data, pos + 23)[0]))
+        pos += 12 + size
+    return out
+
+
+def index_entries(path: Path, entry_size: int) -> list[tuple[int, int]]:
+    data, base = path.read_bytes(), int(path.name[:20])
+    fmt = ">ii" if entry_size == 8 else ">qi"
+    raw = [struct.unpack_from(fmt, data, i) for i in range(0, len(data) - entry_size + 1,
+                                                             entry_size)]  # fmt: skip
+    return [(a, base + b) if entry_size == 12 else (base + a, b) for a, b in raw]
+
+
+def build_data_dir(root: Path) -> Path:
+    """Two partitions of 40 batches (3 records, idempotent producer) in 4 segments each, with
+    indexes, snapshots, leader epochs, checkpoints and a clean shutdown: a valid data dir."""
+    with LogManager(root, writable=True, create=True, clock=MockClock(now_ms=T0)) as manager:
+        logs = manager.create_topic("orders", 2, TOPIC_CONFIGS)
+        for j in range(40):
+            for p, log in enumerate(logs):
+                batch = kp_batch(3, offset=0, ts=T0 + 3 * j, pid=1000 + p, seq=3 * j)
+                log.append_as_leader(batch, leader_epoch=j // 15)
+    return root
+
+
+@pytest.fixture(scope="module")
+def valid_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_data_dir(tmp_path_factory.mktemp("valid") / "data")
+
+
+@pytest.fixture
+def data_dir(valid_data_dir: Path, tmp_path: Path) -> Path:
+    """A fresh copy of the valid data dir, for one test to damage."""
+    return Path(shutil.copytree(valid_data_dir, tmp_path / "data"))
+
+
+def seg(root: Path, base: int, suffix: str = ".log", partition: int = 0) -> Path:
+    return root / f"orders-{partition}" / f"{base:020d}{suffix}"
+
+
+# The segments build_data_dir writes (both partitions alike): 0, ROLLED, NEXT, then the ACTIVE
+# one; the log ends at offset 120.
+ROLLED, NEXT, ACTIVE, LOG_END = 39, 78, 117, 120
+
+
+def test_the_valid_data_dir_has_the_layout_the_tests_assume(data_dir: Path) -> None:
+    for partition in (0, 1):
+        logs = sorted((data_dir / f"orders-{partition}").glob("*.log"))
+        assert [int(p.name[:20]) for p in logs] == [0, ROLLED, NEXT, ACTIVE]
+        assert entries(logs[-1])[-1][2] + 1 == LOG_END
+        assert len(index_entries(seg(data_dir, ROLLED, ".index", partition), 8)) >= 3
+
+
+def write_partition(directory: Path, segments: dict[int, list[bytes]]) -> Path:
+    """Hand-made segments from kafka-python batches, with empty (trimmed) indexes."""
+    directory.mkdir(parents=True)
+    for base, batches in segments.items():
+        (directory / f"{base:020d}.log").write_bytes(b"".join(batches))
+        (directory / f"{base:020d}.index").write_bytes(b"")
+        (directory / f"{base:020d}.timeindex").write_bytes(b"")
+    return directory
+
+
+# -- a valid data dir ----------------------------------------------------------------------------
+def test_a_cleanly_closed_data_dir_has_no_findings(data_dir: Path) -> None:
+    report = run_verify(data_dir)
+    assert report.findings == []
+    assert report.ok and report.counts == {"error": 0, "warning": 0, "info": 0}
+    summaries = {Path(p.path).name: p for p in report.partitions}
+    assert sorted(summaries) == ["orders-0", "orders-1"]
+    for p in summaries.values():
+        assert (p.segments, p.batches, p.records, p.log_start_offset, p.log_end_offset) == (
+            4, 40, 120, 0, 120)  # fmt: skip
+    assert not (data_dir / "orders-0" / "00000000000000000000.index").stat().st_size % 8
+
+
+def test_partition_dirs_and_single_files_verify_alone(data_dir: Path) -> None:
+    part = data_dir / "orders-0"
+    assert run_verify(part, data_dir).findings == []
+    files = [seg(data_dir, ROLLED, suffix) for suffix in (".log", ".index", ".timeindex",
+                                                          ".snapshot")]  # fmt: skip
+    for path in [*files, part / "leader-epoch-checkpoint", part / "partition.metadata"]:
+        assert run_verify(path, data_dir).findings == [], path
+    for name in ("recovery-point-offset-checkpoint", "meta.properties", ".kafka_cleanshutdown"):
+        assert run_verify(data_dir / name, data_dir).findings == [], name
+    with pytest.raises(FileNotFoundError):
+        verify(data_dir / "nope")
+    with pytest.raises(ValueError, match="not a file kafkalog verify knows"):
+        verify(data_dir / "kafkalog-topics.json")
+
+
+# -- planted defects -----------------------------------------------------------------------------
+def test_bit_flip_in_a_batch_is_a_crc_mismatch(data_dir: Path) -> None:
+    log = seg(data_dir, ROLLED)
+    position, base, _ = entries(log)[3]
+    data = bytearray(log.read_bytes())
+    data[position + 70] ^= 0x10  # inside the records, covered by the CRC
+    log.write_bytes(data)
+    report = run_verify(data_dir)
+    assert located(report, "error") == {("crc-mismatch", str(log), position, base)}
+    assert not report.ok
+
+
+def test_torn_tail_of_the_active_segment_is_a_warning(data_dir: Path) -> None:
+    log = seg(data_dir, ACTIVE)
+    size = log.stat().st_size
+    with log.open("ab") as f:
+        f.write(kp_batch(3, offset=LOG_END)[:40])  # the broker died appending
+    report = run_verify(data_dir)
+    assert located(report) == {("torn-tail", str(log), size, LOG_END)}
+    assert report.warnings[0].severity == "warning" and report.ok
+
+
+def test_torn_tail_of_a_rolled_segment_is_an_error(data_dir: Path) -> None:
+    log = seg(data_dir, ROLLED)
+    size = log.stat().st_size
+    with log.open("ab") as f:
+        f.write(kp_batch(3, offset=NEXT)[:40])
+    assert located(run_verify(data_dir), "error") == {("torn-tail", str(log), size, NEXT)}
+
+
+def test_zero_filled_tail_is_an_error(data_dir: Path) -> None:
+    log = seg(data_dir, ACTIVE)
+    size = log.stat().st_size
+    with log.open("ab") as f:
+        f.write(bytes(4096))  # preallocated, never written
+    assert located(run_verify(data_dir), "error") == {("zero-tail", str(log), size, None)}
+
+
+def test_corrupt_framing_and_the_index_entries_past_it(data_dir: Path) -> None:
+    log = seg(data_dir, ROLLED)
+    position, base, _ = entries(log)[5]
+    data = bytearray(log.read_bytes())
+    struct.pack_into(">i", data, position + 8, 5)  # a size below any batch
+    log.write_bytes(data)
+    expected = {("corrupt-framing", str(log), position, base)}
+    index, timeindex = seg(data_dir, ROLLED, ".index"), seg(data_dir, ROLLED, ".timeindex")
+    for n, (offset, pos) in enumerate(index_entries(index, 8)):
+        if pos >= position:
+            expected.add(("index-entry-mismatch", str(index), n * 8, offset))
+    for n, (_, offset) in enumerate(index_entries(timeindex, 12)):
+        if offset >= base:
+            expected.add(("time-index-entry-mismatch", str(timeindex), n * 12, offset))
+    assert len(expected) > 2
+    assert located(run_verify(data_dir), "error") == expected
+
+
+def test_bad_index_entries_are_mismatches(data_dir: Path) -> None:
+    index = seg(data_dir, ROLLED, ".index")
+    (o1, p1), (o2, p2) = index_entries(index, 8)[1:3]
+    data = bytearray(index.read_bytes())
+    struct.pack_into(">ii", data, 8, o1 - ROLLED, p1 + 1)  # not a batch start
+    struct.pack_into(">ii", data, 16, o2 - ROLLED - 1, p2)  # inside the batch, neither end
+    index.write_bytes(data)
+    assert located(run_verify(data_dir), "error") == {
+        ("index-entry-mismatch", str(index), 8, o1),
+        ("index-entry-mismatch", str(index), 16, o2 - 1),
+    }
+
+
+def test_index_entries_of_older_brokers_are_accepted(tmp_path: Path) -> None:
+    """0.10 indexed an append's first offset; 1.x-3.x an append's last offset (several batches)."""
+    batches = [kp_batch(3, offset=3 * i) for i in range(6)]
+    part = write_partition(tmp_path / "t-0", {0: batches})
+    positions = [p for p, _, _ in entries(part / f"{0:020d}.log")]
+    entries_ = [(3, positions[1]), (11, positions[2]), (12, positions[4])]  # first, multi, first
+    (part / f"{0:020d}.index").write_bytes(b"".join(struct.pack(">ii", *e) for e in entries_))
+    assert run_verify(part).findings == []
+
+
+def test_truncated_index_fails_kafkas_sanity_check(data_dir: Path) -> None:
+    index = seg(data_dir, ROLLED, ".index")
+    data = index.read_bytes()[:-3]
+    index.write_bytes(data)
+    expected = ("index-corrupt", str(index), len(data) - len(data) % 8, None)
+    assert located(run_verify(data_dir), "error") == {expected}
+
+
+def test_time_index_timestamp_that_is_not_its_batch_max(data_dir: Path) -> None:
+    timeindex = seg(data_dir, ROLLED, ".timeindex")
+    ts, offset = index_entries(timeindex, 12)[0]
+    data = bytearray(timeindex.read_bytes())
+    struct.pack_into(">q", data, 0, ts - 1)
+    timeindex.write_bytes(data)
+    assert located(run_verify(data_dir), "error") == {
+        ("time-index-entry-mismatch", str(timeindex), 0, offset)
+    }
+
+
+def test_missing_indexes_are_warnings(data_dir: Path) -> None:
+    seg(data_dir, ROLLED, ".index").unlink()
+    seg(data_dir, ACTIVE, ".timeindex").unlink()
+    report = run_verify(data_dir)
+    assert located(report) == {
+        ("index-missing", str(seg(data_dir, ROLLED, ".index")), None, None),
+        ("time-index-missing", str(seg(data_dir, ACTIVE, ".timeindex")), None, None),
+    }
+    assert report.ok and {f.severity for f in report.findings} == {"warning"}
+
+
+def test_preallocated_indexes_of_a_live_broker(data_dir: Path) -> None:
+    """A running broker's active segment has indexes preallocated with zero slots: normal, even
+    for a new empty segment; a rolled segment whose index was never trimmed is a warning."""
+    for suffix in (".index", ".timeindex"):
+        with seg(data_dir, ACTIVE, suffix).open("ab") as f:
+            f.write(bytes(240))
+        seg(data_dir, LOG_END, suffix, partition=1).write_bytes(bytes(240))
+    seg(data_dir, LOG_END, partition=1).write_bytes(b"")  # rolled, nothing appended yet
+    rolled = seg(data_dir, ROLLED, ".index")
+    size = rolled.stat().st_size
+    with rolled.open("ab") as f:
+        f.write(bytes(80))
+    report = run_verify(data_dir)
+    assert located(report) == {("index-untrimmed", str(rolled), size, None)}
+    assert report.partitions[1].segments == 5 and report.partitions[1].log_end_offset == LOG_END
+
+
+def test_future_replicas_are_verified_and_deleted_dirs_only_named(data_dir: Path) -> None:
+    future = data_dir / f"orders-0.{uuid.uuid4().hex}-future"
+    deleted = data_dir / f"orders-1.{uuid.uuid4().hex}-delete"
+    shutil.copytree(data_dir / "orders-0", future)
+    (data_dir / "orders-1").rename(deleted)
+    (future / f"{ROLLED:020d}.index").unlink()
+    report = run_verify(data_dir)
+    assert [Path(p.path).name for p in report.partitions] == ["orders-0", future.name]
+    assert {(f.code, Path(f.path).name) for f in report.findings} == {
+        ("partition-dir-future", future.name),
+        ("partition-dir-delete", deleted.name),
+        ("index-missing", f"{ROLLED:020d}.index"),
+        ("checkpoint-partition-missing", "orders-1"),
+    }
+
+
+def test_stale_recovery_point_past_the_log_end_is_an_error(data_dir: Path) -> None:
+    checkpoint = data_dir / "recovery-point-offset-checkpoint"
+    checkpoint.write_text("0\n2\norders 0 500\norders 1 120\n")
+    assert located(run_verify(data_dir), "error") == {
+        ("recovery-point-beyond-log-end", str(checkpoint), None, 500)
+    }
+
+
+def test_offsets_going_back_across_and_within_segments(tmp_path: Path) -> None:
+    across = write_partition(tmp_path / "a-0", {
+        0: [kp_batch(5, offset=0), kp_batch(5, offset=5)],
+        5: [kp_batch(5, offset=10)],  # segment 0 already holds 5..9
+    })  # fmt: skip
+    assert located(run_verify(across), "error") == {
+        ("segment-overlap", str(across / f"{5:020d}.log"), None, 5)
+    }
+    within = write_partition(tmp_path / "b-0", {0: [kp_batch(5, offset=0), kp_batch(5, offset=3)]})
+    position = entries(within / f"{0:020d}.log")[1][0]
+    assert located(run_verify(within), "error") == {
+        ("offset-order", str(within / f"{0:020d}.log"), position, 3)
+    }
+
+
+def test_corrupt_producer_snapshot(data_dir: Path) -> None:
+    snapshot = seg(data_dir, ROLLED, ".snapshot")
+    data = bytearray(snapshot.read_bytes())
+    data[-1] ^= 1
+    snapshot.write_bytes(data)
+    truncated = seg(data_dir, NEXT, ".snapshot", partition=1)
+    truncated.write_bytes(truncated.read_bytes()[:20])
+    report = run_verify(data_dir)
+    assert located(report, "error") == {
+        ("snapshot-corrupt", str(snapshot), None, None),
+        ("snapshot-corrupt", str(truncated), None, None),
+    }
+    assert "CRC" in report.errors[0].message and "truncated" in report.errors[1].message
+
+
+def test_missing_segment_with_its_indexes_left(data_dir: Path) -> None:
+    seg(data_dir, NEXT).unlink()
+    report = run_verify(data_dir)
+    assert located(report, "error") == {("segment-missing", str(seg(data_dir, NEXT)), None, NEXT)}
+    assert ("offset-gaps", str(data_dir / "orders-0"), None, NEXT - 1) in located(report, "info")
+
+
+def test_records_that_do_not_decode_need_deep(tmp_path: Path) -> None:
+    batch = bytearray(kp_batch(2, offset=0))
+    struct.pack_into(">i", batch, 57, 3)  # claims 3 records; the CRC is made to match
+    struct.pack_into(">I", batch, 17, crc32c(bytes(batch[21:])))
+    part = write_partition(tmp_path / "d-0", {0: [bytes(batch)]})
+    log = part / f"{0:020d}.log"
+    assert {(c, p, o) for c, p, _, o in located(run_verify(part), "error")} == {
+        ("batch-header", str(log), 0)  # 3 records cannot fit offsets 0..1
+    }
+    struct.pack_into(">ii", batch, 23, 2, 3)  # lastOffsetDelta 2: now only decoding can tell
+    struct.pack_into(">I", batch, 17, crc32c(bytes(batch[21:])))
+    log.write_bytes(bytes(batch))
+    assert [f.code for f in run_verify(part).errors] == ["record-corrupt"]
+    assert run_verify(part, deep=False).findings == []
+
+
+def test_legacy_message_sets_are_checked_too(tmp_path: Path) -> None:
+    builder = LegacyRecordBatchBuilder(magic=0, compression_type=1, batch_size=1 << 20)
+    for i in range(5):
+        builder.append(10 + i, timestamp=None, key=b"k", value=b"v%d" % i)
+    wrapper = bytearray(builder.build())
+    struct.pack_into(">q", wrapper, 0, 14)  # a magic 0 wrapper carries its last inner offset
+    part = write_partition(tmp_path / "old-0", {10: [bytes(wrapper)]})
+    report = run_verify(part)
+    assert report.findings == [] and report.partitions[0].records == 5
+    wrapper[-3] ^= 0xFF
+    (part / f"{10:020d}.log").write_bytes(bytes(wrapper))
+    assert [(f.code, f.position) for f in run_verify(part).errors] == [("crc-mismatch", 0)]
+
+
+def test_aborted_transactions_and_the_transaction_index(tmp_path: Path) -> None:
+    root = tmp_path / "data"
+    with LogManager(root, writable=True, create=True, clock=MockClock(now_ms=T0)) as manager:
+        (log,) = manager.create_topic("t", 1, TOPIC_CONFIGS)
+        builder = KpBuilder(2, 0, 1 << 30, transactional=True, producer_id=7,
+                            producer_epoch=0, base_sequence=0)  # fmt: skip
+        builder.append(T0, b"k", b"v", [])
+        builder.close()
+        log.append_as_leader(bytes(builder.buffer()))
+        abort = build_end_txn_marker_batch(
+            ControlRecordType.ABORT,
+            producer_id=7,
+            producer_epoch=0,
+            coordinator_epoch=0,
+            timestamp=T0,
+        )
+        log.append_as_leader(abort, origin=AppendOrigin.COORDINATOR)  # offset 1
+    txn = root / "t-0" / f"{0:020d}.txnindex"
+    assert txn.stat().st_size == 34 and run_verify(root).findings == []
+    txn.write_bytes(txn.read_bytes()[:-5])
+    assert located(run_verify(root)) == {
+        ("txn-index-corrupt", str(txn), 0, None),
+        ("txn-index-entry-missing", str(txn), None, 1),
+    }
+    txn.unlink()
+    report = run_verify(root)
+    assert located(report) == {("txn-index-entry-missing", str(txn), None, 1)} and report.ok
+
+
+def test_leftovers_are_described_as_kafkas_loader_handles_them(data_dir: Path) -> None:
+    (data_dir / "orders-0" / "00000000000000000000.log.deleted").write_bytes(b"")
+    seg(data_dir, ROLLED, ".timeindex.cleaned", partition=1).write_bytes(b"")
+    seg(data_dir, NEXT, ".log.swap", partition=1).write_bytes(b"")  # above the .cleaned: unfinished
+    (data_dir / "orders-0" / "00000000000000000500.index").write_bytes(b"")  # orphan past LEO
+    report = run_verify(data_dir)
+    assert {(f.severity, f.code) for f in report.findings} == {
+        ("warning", "leftover-deleted"),
+        ("warning", "leftover-cleaned"),
+        ("warning", "leftover-swap"),
+        ("error", "segment-missing"),
+    }
+
+
+def test_topic_ids_and_leader_epochs(data_dir: Path) -> None:
+    metadata = data_dir / "orders-1" / "partition.metadata"
+    metadata.write_text(f"version: 0\ntopic_id: {uuid_to_kafka_string(uuid.uuid4())}")
+    epochs = data_dir / "orders-0" / "leader-epoch-checkpoint"
+    epochs.write_text("0\n3\n0 0\n2 30\n1 60\n")
+    report = run_verify(data_dir)
+    assert {(f.code, f.path, f.offset) for f in report.errors} == {
+        ("topic-id-mismatch", str(metadata), None),
+        ("leader-epoch-not-monotonic", str(epochs), 60),
+    }
+
+
+# -- real broker data ----------------------------------------------------------------------------
+MISSING = json.loads((FIXTURES / "MISSING.json").read_text()) if DATA_DIRS else {}
+EXPECTED_LOGS = json.loads((FIXTURES / "EXPECTED.json").read_text())["logs"] if DATA_DIRS else {}
+MISSING_CODES = {"index-missing", "time-index-missing", "orphan-index", "segment-missing"}
+LOST_OFFSET_CODES = {"snapshot-beyond-log-end", "leader-epoch-beyond-log-end"}
+# Findings the fixtures have besides MISSING.json's gaps, all warnings or info (why, per code):
+# unclean-shutdown: no .kafka_cleanshutdown (copied from a running broker); high-watermark- and
+# leader-epoch-beyond-log-end: Danielowo2000's empty .log files under a high watermark of up to
+# 16 (and VolodymyrZee@7712094's 290 records under 293): unflushed records, never in the copy;
+# checkpoint-partition-missing: Niloufar1171's checkpoints name __consumer_offsets-14, which has
+# no directory; leftover-*: getachew015's unfinished clean and two cleaner-offset-checkpoint.tmp;
+# snapshot-stray: producer snapshots Kafka's loader deletes; offset-gaps: compacted
+# __consumer_offsets partitions.
+OTHER_CODES = {
+    "BiggerBrain+kafka": {"unclean-shutdown"},
+    "Danielowo2000+BigDataTechnologies-Version-2": {
+        "unclean-shutdown", "high-watermark-beyond-log-end", "leader-epoch-beyond-log-end"},
+    "Jeong-Rae+KafkaDemo": {"unclean-shutdown"},
+    "KAIPASUBHASH+kafka-logs": {"unclean-shutdown"},
+    "LanXuage+dspider": {"unclean-shutdown"},
+    "NikhilDighe9975+kafka_setup": {"leftover-tmp", "snapshot-stray"},
+    "Niloufar1171+LDI-POC": {"unclean-shutdown", "checkpoint-partition-missing"},
+    "SharaWeil+kafka-0.11.0": set(),
+    "VolodymyrZee+kafka": {"unclean-shutdown"},
+    "VolodymyrZee+kafka@7712094": {"unclean-shutdown", "high-watermark-beyond-log-end"},
+    "VolodymyrZee+kafka@f6e2174": set(),
+    "William0423+kafka": {"snapshot-stray"},
+    "aviramcohenwork+Pizza-Project-MS": {"unclean-shutdown"},
+    "duongnvt2110+ms-practice": set(),
+    "getachew015+kafka-broker": {
+        "unclean-shutdown", "leftover-tmp", "leftover-cleaned", "leftover-swap"},
+    "mscaldas2012+kafka-connect-spooldir": {"unclean-shutdown", "snapshot-stray"},
+    "niknameovich+agro-server": {"offset-gaps", "snapshot-stray"},
+    "ronem123+rupia-transaction-service": {"offset-gaps", "snapshot-stray"},
+    "seanorth+kafka-server": {"unclean-shutdown"},
+    "xpxwo100+bullShit": {"unclean-shutdown"},
+}  # fmt: skip
+
+
+def present_log_end(name: str, partition: str, bases: list[int]) -> int:
+    """Where the log present on disk ends, from EXPECTED.json (0 when no .log is left)."""
+    if not bases:
+        return 0
+    facts = EXPECTED_LOGS[f"{name}/{partition}/{bases[-1]:020d}.log"]
+    return facts["last_offset"] + 1 if facts["batches"] else bases[-1]
+
+
+def explained_by_missing(name: str) -> dict[tuple, str]:
+    """(code, path relative to the data dir, offset) -> severity, for what MISSING.json's files
+    leave: a missing index; a .log missing below the first present segment leaves orphan
+    indexes, one at or past the end leaves lost records, and every offset the partition wrote
+    down past the end of what is left (producer snapshots, leader epochs) points into them."""
+    expected: dict[tuple, str] = {}
+    for rel in MISSING.get(name, []):
+        partition, file_name = rel.split("/")
+        directory = KAFKA_DATA / name / partition
+        stem, kind = file_name.split(".", 1)
+        if kind != "log":
+            expected[(f"{'time-' if kind == 'timeindex' else ''}index-missing", rel, None)] = (
+                "warning")  # fmt: skip
+            continue
+        bases = sorted(int(p.name[:20]) for p in directory.glob("*.log"))
+        remnants = sorted(p.name for p in directory.glob(f"{stem}.*index"))
+        if bases and int(stem) < bases[0]:
+            for remnant in remnants:
+                expected[("orphan-index", f"{partition}/{remnant}", None)] = "warning"
+            continue
+        expected[("segment-missing", rel, int(stem))] = "error"
+        log_end = present_log_end(name, partition, bases)
+        for snapshot in directory.glob("*.snapshot"):
+            if int(snapshot.name[:20]) > log_end:
+                key = ("snapshot-beyond-log-end", f"{partition}/{snapshot.name}")
+                expected[(*key, int(snapshot.name[:20]))] = "warning"
+        lines = (directory / "leader-epoch-checkpoint").read_text().split("\n")[2:]
+        for start in (int(line.split()[1]) for line in lines if line.strip()):
+            if start > log_end:
+                key = ("leader-epoch-beyond-log-end", f"{partition}/leader-epoch-checkpoint")
+                expected[(*key, start)] = "warning"
+    return expected
+
+
+@pytest.fixture(scope="module")
+def fixture_reports() -> dict[str, VerifyReport]:
+    before = tree_state(KAFKA_DATA)
+    reports = {name: verify(KAFKA_DATA / name) for name in DATA_DIRS}
+    assert tree_state(KAFKA_DATA) == before, "verify changed a fixture file"
+    return reports
+
+
+@needs_fixtures
+@pytest.mark.parametrize("name", DATA_DIRS)
+def test_fixture_findings_are_what_missing_json_explains(name: str, fixture_reports) -> None:
+    report = fixture_reports[name]
+    expected = explained_by_missing(name)
+    lost_in = {key[1].split("/")[0] for key in expected if key[0] == "segment-missing"}
+
+    def key(f) -> tuple:
+        return (f.code, str(Path(f.path).relative_to(KAFKA_DATA / name)), f.offset)
+
+    def explainable(f) -> bool:
+        partition = key(f)[1].split("/")[0]
+        return f.code in MISSING_CODES or (f.code in LOST_OFFSET_CODES and partition in lost_in)
+
+    explained = {key(f): f.severity for f in report.findings if explainable(f)}
+    assert explained == expected
+    assert {key(f) for f in report.errors} <= set(expected)
+    others = {f.code for f in report.findings if key(f) not in expected}
+    assert others == OTHER_CODES[name]
+    assert {f.severity for f in report.findings if key(f) not in expected} <= {"warning", "info"}
+
+
+@needs_fixtures
+def test_fixture_summaries_count_what_expected_json_counts(fixture_reports) -> None:
+    by_partition: dict[str, list[dict]] = {}
+    for path, facts in EXPECTED_LOGS.items():
+        if path.endswith(".log"):
+            by_partition.setdefault(path.rsplit("/", 1)[0], []).append(facts)
+    for report in fixture_reports.values():
+        for summary in report.partitions:
+            rel = Path(summary.path).relative_to(KAFKA_DATA).as_posix()
+            logs = by_partition.get(rel, [])
+            assert summary.segments == len(logs), rel
+            assert summary.batches == sum(v["batches"] for v in logs), rel
+            assert summary.records == sum(v["records"] for v in logs), rel
