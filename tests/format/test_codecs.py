@@ -520,6 +520,139 @@ def test_max_size_allows_exactly_max_size(codec_id):
         decompress(codec_id, encoded, max_size=len(MIXED) - 1)
 
 
+# --- small inputs claiming more than they hold -------------------------------------------------
+
+# A zstd compressed block of 8 raw literals and one sequence (offset 8, match 16): 24 bytes out,
+# while the block header alone allows up to 128 KiB.
+ZSTD_SEQUENCE_BLOCK = bytes.fromhex("4061626364656667680100430a17")
+
+
+def zstd_sequence_frame(blocks: int, content_size: int | None = None) -> bytes:
+    if content_size is None:  # 2 MiB window, no content size
+        frame = bytearray(struct.pack("<I", 0xFD2FB528) + b"\x00\x58")
+    else:  # single segment, 4-byte content size
+        frame = bytearray(struct.pack("<IBI", 0xFD2FB528, 0xA0, content_size))
+    for i in range(blocks):
+        header = (1 if i == blocks - 1 else 0) | 2 << 1 | len(ZSTD_SEQUENCE_BLOCK) << 3
+        frame += header.to_bytes(3, "little") + ZSTD_SEQUENCE_BLOCK
+    return bytes(frame)
+
+
+def peak_of(func) -> int:
+    func()  # warm up codec contexts
+    tracemalloc.start()
+    try:
+        func()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_zstd_sequence_frames_decode_and_allocate_what_they_produce():
+    assert zstd_read_all(zstd_sequence_frame(3)) == b"abcdefgh" * 9
+    frame = zstd_sequence_frame(2000)  # 34 KB whose blocks allow 250 MiB
+    assert decompress(ZSTD, frame) == b"abcdefgh" * 6000
+    peak = peak_of(lambda: decompress(ZSTD, frame))
+    assert peak < 512 * 1024, peak
+    peak = peak_of(lambda: decompress(ZSTD, frame, max_size=MIB))
+    assert peak < 512 * 1024, peak
+
+
+@pytest.mark.parametrize(
+    "frame, message",
+    [
+        # 5 blocks may hold 640 KiB but hold 120 bytes: found by decoding, not by allocating.
+        (zstd_sequence_frame(5, 5 * 128 * 1024), r"zstd: .*\(frame at byte 0 of 94\)"),
+        (zstd_sequence_frame(300, 30 * MIB), r"zstd: .*\(frame at byte 0 of 5109\)"),
+        (
+            zstd_sequence_frame(5, 5 * 128 * 1024 + 1),
+            "declares 655361 bytes of content, but its blocks hold at most 655360",
+        ),
+        # An RLE block past the 128 KiB block maximum, and past a 1 KiB window (libzstd agrees).
+        (
+            struct.pack("<I", 0xFD2FB528)
+            + b"\x00\x58"
+            + (1 | 1 << 1 | 131073 << 3).to_bytes(3, "little")
+            + b"x",
+            "block of 131073 bytes at byte 6 exceeds the frame's 131072-byte block maximum",
+        ),
+        (
+            struct.pack("<I", 0xFD2FB528)
+            + b"\x00\x00"
+            + (1 | 1 << 1 | 1025 << 3).to_bytes(3, "little")
+            + b"x",
+            "block of 1025 bytes at byte 6 exceeds the frame's 1024-byte block maximum",
+        ),
+    ],
+    ids=[
+        "content size 640 KiB",
+        "content size 30 MiB",
+        "content size past the bound",
+        "RLE past 128 KiB",
+        "RLE past the window",
+    ],
+)
+def test_zstd_frames_claiming_more_than_their_blocks_hold_are_corrupt(frame, message):
+    def decode():
+        with pytest.raises(CorruptRecordError, match=message):
+            decompress(ZSTD, frame)
+
+    assert peak_of(decode) < 512 * 1024
+    with pytest.raises(zstandard.ZstdError):
+        zstandard.ZstdDecompressor().decompress(frame, max_output_size=8 * MIB)
+
+
+@pytest.mark.parametrize("size", [300_000, MIB, 5 * MIB])
+@pytest.mark.parametrize("sized", [False, True], ids=["unsized", "sized"])
+def test_zstd_highly_compressible_frames_earn_a_one_shot_buffer(size, sized):
+    # Far more than 64:1, so the block headers do not justify the buffer: the frame is streamed
+    # until it has proven an eighth of it, then decoded in one shot.
+    data = (REPETITIVE_1M * 5)[:size]
+    frame = zstandard.ZstdCompressor(write_content_size=sized).compress(data)
+    assert len(frame) * 64 < size
+    assert decompress(ZSTD, frame) == data
+    assert decompress(ZSTD, frame, max_size=size) == data
+    with pytest.raises(CorruptRecordError, match="exceed max_size"):
+        decompress(ZSTD, frame, max_size=size - 1)
+    assert peak_of(lambda: decompress(ZSTD, frame)) < size + 256 * 1024
+
+
+def test_snappy_block_declaring_more_than_it_can_expand_to_is_corrupt():
+    block = b"\x80\x80\x80\x64" + bytes(40)  # declares 200 MiB
+    for data in (block, compress(SNAPPY, b"")[:16] + struct.pack(">i", len(block)) + block):
+        with pytest.raises(
+            CorruptRecordError,
+            match="block of 44 bytes declares 209715200 uncompressed bytes, but can expand to "
+            "at most 1032",
+        ):
+            decompress(SNAPPY, data)
+    # The densest real blocks (zeros) stay within the bound.
+    assert decompress(SNAPPY, snappy.compress(ZEROS_16M)) == ZEROS_16M
+
+
+def test_lz4_small_blocks_in_frames_declaring_4_mib_blocks_allocate_little():
+    # lz4.frame shrinks the block size of small inputs, so the header (BD 0x70) is written here.
+    header = struct.pack("<IBB", 0x184D2204, 0x60, 0x70)
+    header += bytes(((xxh32(header[4:]) >> 8) & 0xFF,))
+    data = SMALL * 3
+    block = lz4.block.compress(data, store_size=False)
+    frame = header + struct.pack("<I", len(block)) + block + b"\x00" * 4
+    assert len(frame) < 200
+    assert decompress(LZ4, frame) == data == lz4.frame.decompress(frame)
+    assert peak_of(lambda: decompress(LZ4, frame)) < 64 * 1024
+    # A block that would decode past 255 times its size is corrupt, and found so cheaply.
+    cut = lz4.block.compress(bytes(4 * MIB), store_size=False)[:300]
+    frame = header + struct.pack("<I", len(cut)) + cut + b"\x00" * 4
+
+    def decode():
+        with pytest.raises(
+            CorruptRecordError, match="does not decompress into at most 76564 bytes"
+        ):
+            decompress(LZ4, frame)
+
+    assert peak_of(decode) < 256 * 1024
+
+
 # --- properties ----------------------------------------------------------------------------------
 
 FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

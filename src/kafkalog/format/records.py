@@ -195,8 +195,11 @@ class RecordsScan:
 
 
 def _all_zero(view: memoryview, pos: int, end: int) -> bool:
-    chunk = 1 << 20
-    zeros = bytes(chunk)
+    # Compare in chunks of at most 1 MiB against a zero buffer no larger than the range.
+    chunk = min(1 << 20, end - pos)
+    if chunk <= 0:
+        return True
+    zeros = memoryview(bytes(chunk))
     while pos < end:
         n = min(chunk, end - pos)
         if view[pos : pos + n] != zeros[:n]:

@@ -13,6 +13,11 @@ for magic 0. Block and content checksums are not verified (pure-Python xxh32 is 
 the content size is ignored, dependent blocks are rejected: all as Java does or allows. Level 9
 (Kafka's default) uses the fast compressor, any other level the HC compressor at that level, again
 as Java does.
+
+python-lz4 decodes a block into a buffer of the size it is given, allocated up front. A block of n
+bytes decodes to at most 255 * n bytes (LZ4's densest encoding is a run of 0xff match-length
+bytes), so the buffer is the least of that, the frame's block maximum and what is left of
+``max_size``: a small frame declaring 4 MiB blocks costs a small buffer.
 """
 
 from __future__ import annotations
@@ -54,6 +59,10 @@ _PREFIX = _U32.pack(MAGIC) + bytes((FLG, BD))
 _HEADER = _PREFIX + bytes(((xxh32(_PREFIX[4:]) >> 8) & 0xFF,))
 _HEADER_MAGIC_V0 = _PREFIX + bytes(((xxh32(_PREFIX) >> 8) & 0xFF,))  # KAFKA-1493
 _END_MARK = b"\x00\x00\x00\x00"
+# The most a compressed block of n bytes can decode to: 255 * n (each match-length byte adds at most
+# 255 bytes of output), plus slack.
+_MAX_EXPANSION = 255
+_EXPANSION_SLACK = 64
 
 
 def compress(data: BytesLike, *, level: int | None = None, magic: int = 2) -> bytes:
@@ -115,18 +124,20 @@ def decompress(
         if word & _RAW:
             out = block
         else:
-            # Room for one byte past max_size at most, so a 4 MiB block cannot overshoot it.
-            room = min(max_block, max_size - total + 1)
+            # What a valid block can decode to, and room for one byte past max_size at most, so
+            # that a 4 MiB block cannot overshoot it; python-lz4 allocates all of ``room``.
+            limit = min(max_block, _MAX_EXPANSION * length + _EXPANSION_SLACK)
+            room = min(limit, max_size - total + 1)
             try:
                 out = lz4.block.decompress(block, uncompressed_size=room)
             except lz4.block.LZ4BlockError as e:
-                if room < max_block:
+                if room < limit:
                     raise too_large(
                         "lz4", max_size, f"or the block at byte {pos} of {size} is corrupt"
                     ) from e
                 raise CorruptRecordError(
                     f"lz4: block of {length} bytes at byte {pos} of {size} does not decompress "
-                    f"into at most {max_block} bytes"
+                    f"into at most {limit} bytes"
                 ) from e
         total += len(out)
         if total > max_size:

@@ -7,9 +7,11 @@ librdkafka writes one raw snappy block with no framing, so readers tell the two 
 8-byte magic. Version and compatible are not checked (Redpanda once wrote them little-endian); a
 second header between blocks (concatenated streams) is skipped, as SnappyInputStream does.
 
-A raw block starts with its uncompressed length as a uvarint; every block's is checked against
-``max_size`` before anything is decompressed, so a bomb costs no allocation. cramjam provides the
-raw codec.
+A raw block starts with its uncompressed length as a uvarint, and cramjam allocates that much
+before decoding. So every block's length is checked before anything is decompressed: against what
+the block's size can expand to (snappy's densest op, a 3-byte copy of 64 bytes, expands 21.3x; a
+larger claim is corruption) and against ``max_size``. A bomb or a lying length costs no allocation
+past about 22 times the input. cramjam provides the raw codec.
 """
 
 from __future__ import annotations
@@ -32,6 +34,10 @@ XERIAL_MAGIC = b"\x82SNAPPY\x00"
 XERIAL_HEADER = XERIAL_MAGIC + struct.pack(">ii", 1, 1)
 BLOCK_SIZE = 32 * 1024  # SnappyOutputStream.DEFAULT_BLOCK_SIZE
 _LENGTH = struct.Struct(">i")
+# A raw block of n bytes decodes to at most 64/3 * n bytes (a copy op with a 2-byte offset is 3
+# bytes for up to 64 bytes of output; literals and the other copy ops expand less).
+_MAX_EXPANSION = 22
+_EXPANSION_SLACK = 64
 
 
 def compress(data: BytesLike, *, level: int | None = None, magic: int = 2) -> bytes:
@@ -59,7 +65,14 @@ def decompress(
     # Check every declared length first: a bomb is rejected before any decompression.
     total = 0
     for block in blocks:
-        total += _uncompressed_length(block, len(view))
+        length = _uncompressed_length(block, len(view))
+        possible = _MAX_EXPANSION * len(block) + _EXPANSION_SLACK
+        if length > possible:
+            raise CorruptRecordError(
+                f"snappy: block of {len(block)} bytes declares {length} uncompressed bytes, "
+                f"but can expand to at most {possible} (input of {len(view)} bytes)"
+            )
+        total += length
         if total > max_size:
             raise too_large("snappy", max_size, f"blocks declare at least {total} bytes")
     parts = []
