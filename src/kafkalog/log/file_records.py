@@ -21,6 +21,10 @@ from ..format.constants import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, NO_TIMESTA
 __all__ = ["FileRecords", "LogOffsetPosition", "TimestampAndOffset"]
 
 DEFAULT_READ_CHUNK = 8 << 20
+# A walk starts with a small read and doubles it up to the chunk size: a lookup (an index entry
+# is at most index.interval.bytes plus a batch before its target) reads kilobytes, not 8 MiB,
+# while a long scan soon reads in full chunks.
+FIRST_READ = 16 << 10
 _ENTRY_HEADER = struct.Struct(">qi")
 
 
@@ -126,8 +130,10 @@ class FileRecords:
         """
         pos = self._start if start_position is None else start_position
         end = self.end
+        read_size = min(FIRST_READ, chunk_size)
         while end - pos > HEADER_SIZE_UP_TO_MAGIC:
-            want = min(chunk_size, end - pos)
+            want = min(read_size, end - pos)
+            read_size = min(read_size * 2, chunk_size)
             head = os.pread(self._fd, LOG_OVERHEAD, pos)
             if len(head) == LOG_OVERHEAD:
                 size = _ENTRY_HEADER.unpack_from(head)[1]

@@ -139,7 +139,15 @@ def load_segments(
                 quarantine.move_file(path, why)
             notes.append(f"{path.name}: {why}")
 
+    # After an unclean shutdown every segment from the one holding the recovery point on is
+    # recovered below (indexes rebuilt with it), so their indexes need no separate rebuild.
+    recovered_from = None
+    if writable and not had_clean_shutdown:
+        bases = sorted((set(logs) - replaced) | set(swap_segments))
+        below = [b for b in bases if b <= recovery_point]
+        recovered_from = below[-1] if below else (bases[0] if bases else None)
     segments: dict[int, LogSegment] = {}
+    first_cut: int | None = None  # base of the first segment whose index rebuild cut bytes
     for base in sorted(logs):
         if base in replaced:
             if writable:
@@ -155,14 +163,16 @@ def load_segments(
             )
             segment = LogSegment.open(directory, base, config, clock, writable=True)
             try:
-                if missing:
-                    raise CorruptIndexError("missing index")
-                segment.offset_index.sanity_check()
-                segment.time_index.sanity_check()
-                segment.txn_index.sanity_check()
+                if recovered_from is None or base < recovered_from:  # else: recovered below
+                    if missing:
+                        raise CorruptIndexError("missing index")
+                    segment.offset_index.sanity_check()
+                    segment.time_index.sanity_check()
+                    segment.txn_index.sanity_check()
             except CorruptIndexError as e:
                 notes.append(f"{logs[base].name}: indexes rebuilt ({e.message})")
-                _recover(segment, quarantine, notes, None, None)
+                if _recover(segment, quarantine, notes, None, None) and first_cut is None:
+                    first_cut = base
         else:
             segment = LogSegment.open(directory, base, config, clock, writable=False)
         segments[base] = segment
@@ -172,6 +182,11 @@ def load_segments(
             segment.change_file_suffixes(SWAP_FILE_SUFFIX, "")
         segments[base] = segment
     ordered = [segments[b] for b in sorted(segments)]
+    if first_cut is not None:
+        # The log ends in that segment now: what follows would leave a gap in the offsets.
+        at = next(i for i, s in enumerate(ordered) if s.base_offset == first_cut)
+        _drop_after(ordered, at, quarantine)
+        ordered = [s for s in ordered if not s.dropped]
 
     cut = 0
     if writable and not had_clean_shutdown:
@@ -233,18 +248,23 @@ def _recover_from(
         cut = _recover(segment, quarantine, notes, state, epochs)
         total += cut
         if cut:
-            for later in segments[i + 1 :]:
-                later.close()
-                for path in (
-                    later.log.path,
-                    later.offset_index_path,
-                    later.time_index_path,
-                    later.txn_index.file,
-                ):
-                    if os.path.exists(path):
-                        quarantine.move_file(
-                            path, f"after a corrupt batch in segment {segment.base_offset}"
-                        )
-                later.dropped = True
+            _drop_after(segments, i, quarantine)
             break
     return total
+
+
+def _drop_after(segments: list[LogSegment], i: int, quarantine) -> None:
+    """Move every segment after ``segments[i]``, which recovery cut, to the quarantine."""
+    for later in segments[i + 1 :]:
+        later.close()
+        for path in (
+            later.log.path,
+            later.offset_index_path,
+            later.time_index_path,
+            later.txn_index.file,
+        ):
+            if os.path.exists(path):
+                quarantine.move_file(
+                    path, f"after a corrupt batch in segment {segments[i].base_offset}"
+                )
+        later.dropped = True

@@ -45,6 +45,14 @@ MAX_TIMESTAMP = -3
 READ_UNCOMMITTED, READ_COMMITTED = "read_uncommitted", "read_committed"
 
 
+def _fsync_directory(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 class OffsetOutOfRangeError(KafkalogError, ValueError):
     code = 1  # OFFSET_OUT_OF_RANGE
 
@@ -138,6 +146,10 @@ class Log:
             else min(max(recovery_point, log.log_start_offset), log._log_end_offset)
         )
         if writable:
+            # Indexes were trimmed when the segment was closed: give the active one its room
+            # back, or the next append would find them full and roll (Kafka's LogLoader does
+            # the same).
+            log.active_segment.resize_indexes(log.config["segment.index.bytes"])
             log.leader_epoch_cache.truncate_from_end(log._log_end_offset)
             log.leader_epoch_cache.truncate_from_start(log.log_start_offset)
             log._load_producer_state()
@@ -207,14 +219,14 @@ class Log:
             partition_leader_epoch=leader_epoch, now_ms=now, origin=origin,
             topic_partition=str(self.topic_partition or self.dir.name),
         )  # fmt: skip
-        validated = MemoryRecords(result.validated_records)
-        analysis = self.producer_state.analyze_batches(validated.batches(), origin=origin)
+        batches = list(MemoryRecords(result.validated_records))  # parsed once, used twice
+        analysis = self.producer_state.analyze_batches(batches, origin=origin)
         if analysis.duplicate is not None:
             d = analysis.duplicate
             return LogAppendInfo(d.first_offset, d.last_offset, d.timestamp,
                                  result.log_append_time_ms, 0, duplicate=True)  # fmt: skip
         self._append(result.validated_records, result.first_offset, result.last_offset,
-                     result.max_timestamp, analysis)  # fmt: skip
+                     result.max_timestamp, analysis, batches)  # fmt: skip
         if leader_epoch >= 0:
             latest = self.leader_epoch_cache.latest_epoch()
             if latest is None or leader_epoch > latest:
@@ -236,7 +248,8 @@ class Log:
         data = bytes(records)
         first = last = None
         max_ts = NO_TIMESTAMP
-        for batch in MemoryRecords(data):
+        batches = list(MemoryRecords(data))  # parsed once: checked, analyzed, indexed
+        for batch in batches:
             batch.ensure_valid()
             expected = self._log_end_offset if last is None else last + 1
             if batch.base_offset < expected:
@@ -255,15 +268,15 @@ class Log:
             max_ts = max(max_ts, batch.max_timestamp)
         if last is None:
             raise KafkalogError("nothing to append: no complete batch", path=str(self.dir))
-        analysis = self.producer_state.analyze_batches(
-            MemoryRecords(data).batches(), origin=AppendOrigin.REPLICATION
-        )
-        self._append(data, first, last, max_ts, analysis)
+        analysis = self.producer_state.analyze_batches(batches, origin=AppendOrigin.REPLICATION)
+        self._append(data, first, last, max_ts, analysis, batches)
         return LogAppendInfo(first, last, max_ts, NO_TIMESTAMP, len(data))
 
-    def _append(self, data: bytes, first: int, last: int, max_ts: int, analysis) -> None:
+    def _append(
+        self, data: bytes, first: int, last: int, max_ts: int, analysis, batches: list[Batch]
+    ) -> None:
         segment = self._maybe_roll(len(data), max_ts, last)
-        segment.append(last, data)
+        segment.append(last, data, batches)
         self._log_end_offset = last + 1
         for txn, lso in self.producer_state.apply_append(analysis, self._log_end_offset):
             segment.update_txn_index(txn, lso)
@@ -304,13 +317,20 @@ class Log:
         """fsync every segment holding offsets below ``offset`` (default: everything)."""
         self._check_writable()
         upto = self._log_end_offset if offset is None else min(offset, self._log_end_offset)
+        new_segment = False
         for segment in self.segments:
             next_base = self._next_base(segment)
             if next_base is not None and next_base <= self.recovery_point:
                 continue
             if segment.base_offset < upto:
                 segment.flush()
-        self.leader_epoch_cache._persist()
+                new_segment = new_segment or segment.base_offset >= self.recovery_point
+        if new_segment:
+            # A segment created since the last flush: its directory entry must be durable
+            # too, or a power cut could lose the whole file (Kafka's LocalLog.flush).
+            _fsync_directory(self.dir)
+        # (The leader epoch cache needs nothing here: it writes its checkpoint, atomically and
+        # fsynced, whenever it changes.)
         self.recovery_point = max(self.recovery_point, upto)
         self._unflushed = 0
         self._last_flush_ms = self.clock.milliseconds()
@@ -357,6 +377,11 @@ class Log:
                 offset=start_offset, path=str(self.dir),
             )  # fmt: skip
         upper = self.last_stable_offset if isolation == READ_COMMITTED else self.high_watermark
+        if start_offset >= upper:
+            # Nothing readable at or past the bound (a read_committed fetch at or beyond the
+            # LSO): empty, as Kafka's LocalLog.read; no window may reach past the bound.
+            aborted = () if isolation == READ_COMMITTED else None
+            return FetchDataInfo(LogOffsetMetadata(start_offset), None, False, aborted)
         segment = self.segment_for(start_offset)
         while segment is not None:
             max_position = None

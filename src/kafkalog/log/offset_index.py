@@ -40,6 +40,7 @@ class OffsetIndex(AbstractIndex):
     ENTRY_SIZE = 8
     KIND = "offset index"
     _RELATIVE_OFFSET_AT = 0
+    _KEY = struct.Struct(">i")
 
     def __init__(
         self,
@@ -97,7 +98,7 @@ class OffsetIndex(AbstractIndex):
         """The entry with the largest offset <= ``target_offset``; (base offset, 0) when the
         index is empty or the target is below its first entry."""
         with self._lock:
-            slot = self._slot_for(target_offset, self._offset_at, largest_lower_bound=True)
+            slot = self._key_slot(target_offset - self._base_offset)
             if slot == -1:
                 return OffsetPosition(offset=self._base_offset, position=0)
             return self._parse_entry(slot)

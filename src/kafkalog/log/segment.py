@@ -185,8 +185,11 @@ class LogSegment:
         return 0 <= offset - self.base_offset <= _INT32_MAX
 
     # -- appending ---------------------------------------------------------------------------------
-    def append(self, largest_offset: int, records) -> None:
-        """Append validated ``records`` (whole batches) whose last offset is ``largest_offset``."""
+    def append(self, largest_offset: int, records, batches=None) -> None:
+        """Append validated ``records`` (whole batches) whose last offset is ``largest_offset``.
+
+        ``batches``: the batches of ``records`` when the caller has them already (saves a walk).
+        """
         view = memoryview(records)
         if not len(view):
             return
@@ -200,7 +203,7 @@ class LogSegment:
         position = self.log.size_in_bytes()
         self.log.append(view)
         max_so_far = self._max_timestamp_so_far()
-        for batch in MemoryRecords(view):
+        for batch in MemoryRecords(view) if batches is None else batches:
             if batch.max_timestamp > max_so_far.timestamp:
                 max_so_far = TimestampOffset(
                     timestamp=batch.max_timestamp, offset=batch.last_offset
@@ -310,6 +313,12 @@ class LogSegment:
             or not self.can_convert_to_relative_offset(params.max_offset_in_messages)
         )
 
+    def resize_indexes(self, size: int) -> None:
+        """Grow (or trim) both indexes to ``size`` bytes: a segment that becomes the active one
+        again after a reopen gets its room for entries back (Kafka's resizeIndexes)."""
+        self.offset_index.resize(size)
+        self.time_index.resize(size)
+
     def on_become_inactive_segment(self) -> None:
         """Roll: final time-index entry, indexes trimmed to their entries."""
         so_far = self._max_timestamp_so_far()
@@ -338,9 +347,16 @@ class LogSegment:
         last_index_entry = 0
         max_so_far = _UNKNOWN
         self._max_so_far = _UNKNOWN
+        previous_last = None
         try:
             for batch in self.log.batches():
                 batch.ensure_valid()
+                if previous_last is not None and batch.last_offset <= previous_last:
+                    # Offsets going backwards (stale or misplaced blocks after a crash): not
+                    # this log's data. Kafka's index append would throw and the segment be
+                    # emptied; cut here instead, keeping everything before.
+                    break
+                previous_last = batch.last_offset
                 if not self.can_convert_to_relative_offset(batch.last_offset):
                     raise IndexOffsetOverflowError(
                         f"Offset {batch.last_offset} does not fit segment {self.log.path}",
@@ -420,7 +436,9 @@ class LogSegment:
     def close(self) -> None:
         if self.offset_index is not None and self.offset_index.writable and self._max_so_far:
             so_far = self._max_so_far
-            if so_far.offset >= 0:
+            # The final entry takes the slot kept for it; an index trimmed at roll has none left
+            # (Kafka's close swallows the overflow): an inactive segment gets no entry then.
+            if so_far.offset >= 0 and self.time_index.entries < self.time_index.max_entries:
                 self.time_index.maybe_append(so_far.timestamp, so_far.offset, skip_full_check=True)
         for part in (self.offset_index, self.time_index, self.txn_index, self.log):
             if part is not None:

@@ -41,6 +41,7 @@ class TimeIndex(AbstractIndex):
     ENTRY_SIZE = 12
     KIND = "time index"
     _RELATIVE_OFFSET_AT = 8
+    _KEY = struct.Struct(">q")
 
     def __init__(
         self,
@@ -97,7 +98,7 @@ class TimeIndex(AbstractIndex):
         """The entry with the largest timestamp <= ``target_timestamp``; (NO_TIMESTAMP, base
         offset) when the index is empty or the target is below its first timestamp."""
         with self._lock:
-            slot = self._slot_for(target_timestamp, self._timestamp_at, largest_lower_bound=True)
+            slot = self._key_slot(target_timestamp)
             if slot == -1:
                 return TimestampOffset(timestamp=NO_TIMESTAMP, offset=self._base_offset)
             return self._parse_entry(slot)

@@ -1,0 +1,786 @@
+"""Log (kafkalog.log.log): appends, rolls, indexes, reads, truncation, retention, producer state.
+
+Every expectation comes from what the test appended, and every segment the log writes is read
+back by an independent decoder, kafka-python 3.0.12's ``kafka.record.MemoryRecords`` (CRCs checked,
+decoded to the last byte). Index files are parsed here with ``struct`` from their on-disk bytes and
+compared with a model of Kafka 4.x's rule (LogSegment.append): an entry ``(batch lastOffset, batch
+position)`` when more than ``index.interval.bytes`` were written since the last entry, so never for
+a segment's first batch; a time-index entry ``(max timestamp so far, its batch's last offset)``
+with it when the timestamp grew, and one more on roll and close. Client batches are built with
+kafka-python too; only transaction markers come from kafkalog's builder (kafka-python has none).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from kafka.record import MemoryRecords as KpRecords
+from kafka.record import MemoryRecordsBuilder as KpBuilder
+
+from kafkalog.errors import KafkalogError
+from kafkalog.format import ControlRecordType, build_end_txn_marker_batch
+from kafkalog.format.validator_types import AppendOrigin
+from kafkalog.log.clock import MockClock
+from kafkalog.log.config import LogConfig
+from kafkalog.log.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, Log, OffsetOutOfRangeError
+from kafkalog.log.producer_state import OutOfOrderSequenceError
+
+T0 = 1_700_000_000_000
+FAR = 1 << 50  # message.timestamp.*.max.ms: synthetic timestamps are never out of range
+CODECS = {"none": 0, "gzip": 1}
+
+
+# -- building input -------------------------------------------------------------------------------
+def cfg(overrides: dict | None = None) -> LogConfig:
+    base = {"message.timestamp.after.max.ms": FAR, "message.timestamp.before.max.ms": FAR}
+    return LogConfig({**base, **(overrides or {})})
+
+
+def client_batch(
+    values: list[bytes],
+    *,
+    ts: int | list[int] = T0,
+    keys: list[bytes] | None = None,
+    codec: int = 0,
+    offset: int = 0,
+    producer_id: int = -1,
+    epoch: int = -1,
+    seq: int = -1,
+    transactional: bool = False,
+) -> bytes:
+    """One v2 batch as kafka-python's producer builds it; ``offset`` moves it there as a leader
+    does for follower data (baseOffset is outside the CRC)."""
+    builder = KpBuilder(
+        2,
+        codec,
+        1 << 30,
+        transactional=transactional,
+        producer_id=producer_id,
+        producer_epoch=epoch,
+        base_sequence=seq,
+    )
+    stamps = ts if isinstance(ts, list) else [ts + i for i in range(len(values))]
+    for i, value in enumerate(values):
+        key = keys[i] if keys is not None else b"k%d" % i
+        assert builder.append(stamps[i], key, value, []) is not None
+    builder.close()
+    data = bytearray(builder.buffer())
+    struct.pack_into(">q", data, 0, offset)
+    return bytes(data)
+
+
+def marker(control: ControlRecordType, pid: int, epoch: int, *, ts: int = T0) -> bytes:
+    return build_end_txn_marker_batch(
+        control, producer_id=pid, producer_epoch=epoch, coordinator_epoch=0, timestamp=ts
+    )
+
+
+def open_log(path: Path, overrides: dict | None = None, **kw) -> Log:
+    kw.setdefault("clock", MockClock(now_ms=T0))
+    return Log.open(path, config=cfg(overrides), writable=True, create=True, **kw)
+
+
+# -- reading back independently ------------------------------------------------------------------
+@dataclass(frozen=True)
+class KpBatch:
+    position: int
+    size: int
+    base_offset: int
+    last_offset: int
+    max_timestamp: int
+    leader_epoch: int
+    producer_id: int
+    is_control: bool
+    records: tuple[tuple[int, int, bytes | None, bytes | None], ...]  # offset, ts, key, value
+
+
+def kp_batches(data: bytes) -> list[KpBatch]:
+    """Every batch of ``data`` by kafka-python, CRC-checked; the bytes must end with a batch."""
+    out, pos = [], 0
+    records = KpRecords(data)
+    while records.has_next():
+        batch = records.next_batch()
+        assert batch.validate_crc(), f"bad CRC in batch at position {pos}"
+        size = 12 + struct.unpack_from(">i", data, pos + 8)[0]
+        recs = tuple((r.offset, r.timestamp, r.key, r.value) for r in batch)
+        out.append(
+            KpBatch(pos, size, batch.base_offset, batch.last_offset, batch.max_timestamp,
+                    batch.leader_epoch, batch.producer_id, batch.is_control_batch, recs)
+        )  # fmt: skip
+        pos += size
+    assert pos == len(data) == records.valid_bytes(), "torn or undecodable bytes at the end"
+    return out
+
+
+def segment_files(directory: Path, suffix: str = ".log") -> list[Path]:
+    return sorted(p for p in directory.iterdir() if p.name.endswith(suffix))
+
+
+def log_batches(directory: Path) -> dict[int, list[KpBatch]]:
+    """Base offset -> batches of every ``.log`` file of the directory, decoded by kafka-python."""
+    return {int(p.name[:20]): kp_batches(p.read_bytes()) for p in segment_files(directory)}
+
+
+def all_records(directory: Path) -> list[tuple[int, int, bytes | None, bytes | None]]:
+    return [r for batches in log_batches(directory).values() for b in batches for r in b.records]
+
+
+def index_entries(path: Path) -> list[tuple[int, int]]:
+    """(absolute offset, position) of an ``.index`` file, up to Kafka's zero-tail rule."""
+    base, data = int(path.name[:20]), path.read_bytes()
+    out = []
+    for i in range(len(data) // 8):
+        relative, position = struct.unpack_from(">ii", data, i * 8)
+        if (i > 0 and relative == 0) or (relative, position) == (0, 0):
+            break  # an unwritten slot: no entry has relative offset 0 after slot 0 nor is (0, 0)
+        out.append((base + relative, position))
+    return out
+
+
+def time_index_entries(path: Path) -> list[tuple[int, int]]:
+    """(timestamp, absolute offset) of a ``.timeindex`` file, up to Kafka's zero-tail rule."""
+    base, data = int(path.name[:20]), path.read_bytes()
+    out = []
+    for i in range(len(data) // 12):
+        ts, relative = struct.unpack_from(">qi", data, i * 12)
+        if (i > 0 and relative == 0) or (ts, relative) == (0, 0):
+            break
+        out.append((ts, base + relative))
+    return out
+
+
+def expected_indexes(batches: list[KpBatch], interval: int, *, closed: bool):
+    """Kafka 4.x's offset and time index of a segment appended batch by batch in one session."""
+    offsets, times = [], []
+    since, max_ts, max_off = 0, -1, -1
+    for b in batches:
+        if b.max_timestamp > max_ts:
+            max_ts, max_off = b.max_timestamp, b.last_offset
+        if since > interval:
+            offsets.append((b.last_offset, b.position))
+            if max_ts > (times[-1][0] if times else -1):
+                times.append((max_ts, max_off))
+            since = 0
+        since += b.size
+    if closed and max_off >= 0 and max_ts > (times[-1][0] if times else -1):
+        times.append((max_ts, max_off))
+    return offsets, times
+
+
+def digest(directory: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(directory)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(directory.rglob("*"))
+        if p.is_file()
+    }
+
+
+def read_snapshot_file(path: Path) -> dict[int, tuple[int, int, int]]:
+    """producerId -> (epoch, last sequence, last offset) of a ``.snapshot`` (version 1 layout)."""
+    data = path.read_bytes()
+    version, _crc, count = struct.unpack_from(">hIi", data)
+    assert version == 1 and len(data) == 10 + 46 * count
+    out = {}
+    for i in range(count):
+        pid, epoch, last_seq, last_offset, *_ = struct.unpack_from(">qhiqiqiq", data, 10 + 46 * i)
+        out[pid] = (epoch, last_seq, last_offset)
+    return out
+
+
+# -- appends --------------------------------------------------------------------------------------
+@pytest.mark.parametrize("codec", sorted(CODECS))
+def test_leader_appends_assign_consecutive_offsets_that_kafka_python_reads_back(
+    tmp_path: Path, codec: str
+) -> None:
+    log = open_log(tmp_path / "t-0", {"internal.segment.bytes": 3000})
+    sent, infos = [], []
+    for i in range(40):
+        values = [b"value-%d-%d-" % (i, j) + b"x" * (i * 7 % 90) for j in range(1 + i % 4)]
+        keys = [b"key-%d-%d" % (i, j) for j in range(len(values))]
+        infos.append(
+            log.append_as_leader(
+                client_batch(values, keys=keys, ts=T0 + i * 10, codec=CODECS[codec]),
+                leader_epoch=3,
+            )
+        )
+        sent += list(zip(keys, values))
+    assert [(i.first_offset, i.last_offset) for i in infos] == [
+        (sum(1 + k % 4 for k in range(i)), sum(1 + k % 4 for k in range(i + 1)) - 1)
+        for i in range(40)
+    ]
+    assert log.log_end_offset == len(sent)
+    log.close()
+    batches = [b for bs in log_batches(tmp_path / "t-0").values() for b in bs]
+    assert len(log_batches(tmp_path / "t-0")) > 1  # it rolled
+    assert all(b.leader_epoch == 3 for b in batches)
+    records = [r for b in batches for r in b.records]
+    assert [r[0] for r in records] == list(range(len(sent)))
+    assert [(r[2], r[3]) for r in records] == sent
+
+
+def test_follower_appends_keep_the_leaders_offsets_and_bytes(tmp_path: Path) -> None:
+    log = open_log(tmp_path / "t-0")
+    sent = [
+        client_batch([b"a", b"b"], offset=0),
+        client_batch([b"c"], offset=2),
+        client_batch([b"d", b"e", b"f"], offset=6, codec=1),  # a gap, as compaction leaves
+    ]
+    info = log.append_as_follower(b"".join(sent[:2]))
+    assert (info.first_offset, info.last_offset) == (0, 2)
+    info = log.append_as_follower(sent[2])
+    assert (info.first_offset, info.last_offset) == (6, 8)
+    assert log.log_end_offset == 9
+    log.close()
+    (segment,) = segment_files(tmp_path / "t-0")
+    assert segment.read_bytes() == b"".join(sent)
+    assert [r[0] for r in all_records(tmp_path / "t-0")] == [0, 1, 2, 6, 7, 8]
+
+
+def test_follower_refuses_offsets_below_the_log_end_and_bad_crcs(tmp_path: Path) -> None:
+    log = open_log(tmp_path / "t-0")
+    log.append_as_follower(client_batch([b"a", b"b"], offset=0))
+    with pytest.raises(KafkalogError, match="Out of order offsets"):
+        log.append_as_follower(client_batch([b"c"], offset=1))
+    broken = bytearray(client_batch([b"c"], offset=2))
+    broken[-1] ^= 0xFF
+    with pytest.raises(KafkalogError):
+        log.append_as_follower(bytes(broken))
+    assert log.log_end_offset == 2
+    log.close()
+    assert [r[0] for r in all_records(tmp_path / "t-0")] == [0, 1]
+
+
+# -- rolling --------------------------------------------------------------------------------------
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    sizes=st.lists(st.integers(0, 700), min_size=1, max_size=40),
+    segment_bytes=st.integers(300, 3000),
+)
+def test_segments_roll_when_the_next_batch_would_not_fit(
+    tmp_path_factory, sizes: list[int], segment_bytes: int
+) -> None:
+    directory = tmp_path_factory.mktemp("roll") / "t-0"
+    log = open_log(directory, {"internal.segment.bytes": segment_bytes})
+    batches = [client_batch([b"v" * n]) for n in sizes]
+    expected_bases, current, offset = [0], 0, 0
+    for data in batches:
+        if current > segment_bytes - len(data) and current > 0:  # Kafka's shouldRoll
+            expected_bases.append(offset)
+            current = 0
+        log.append_as_leader(data)
+        current += len(data)
+        offset += 1
+    log.close()
+    assert sorted(log_batches(directory)) == expected_bases
+    for base, got in log_batches(directory).items():
+        assert got[0].base_offset == base
+
+
+def test_segments_roll_by_record_time_after_segment_ms(tmp_path: Path) -> None:
+    log = open_log(tmp_path / "t-0", {"segment.ms": 1000})
+    stamps = [T0, T0 + 500, T0 + 1000, T0 + 1001, T0 + 1500, T0 + 2002, T0 + 100]
+    for ts in stamps:
+        log.append_as_leader(client_batch([b"v"], ts=ts))
+    log.close()
+    # A segment rolls once a batch is more than segment.ms past the segment's first batch.
+    assert sorted(log_batches(tmp_path / "t-0")) == [0, 3, 5]
+
+
+def test_segments_roll_by_creation_time_when_batches_have_no_timestamp(tmp_path: Path) -> None:
+    clock = MockClock(now_ms=T0)
+    log = open_log(tmp_path / "t-0", {"segment.ms": 1000}, clock=clock)
+    log.append_as_leader(client_batch([b"v"], ts=-1))
+    clock.advance(1000)
+    log.append_as_leader(client_batch([b"v"], ts=-1))
+    assert len(log.segments) == 1
+    clock.advance(1)
+    log.append_as_leader(client_batch([b"v"], ts=-1))
+    assert [s.base_offset for s in log.segments] == [0, 2]
+
+
+def test_log_append_time_segments_roll_as_the_clock_moves(tmp_path: Path) -> None:
+    clock = MockClock(now_ms=T0)
+    log = open_log(
+        tmp_path / "t-0",
+        {"segment.ms": 1000, "message.timestamp.type": "LogAppendTime"},
+        clock=clock,
+    )
+    for step in (0, 600, 400, 1, 999, 2):
+        clock.advance(step)
+        log.append_as_leader(client_batch([b"v"], ts=1))
+    log.close()
+    assert sorted(log_batches(tmp_path / "t-0")) == [0, 3, 5]
+    stamps = [b.max_timestamp for bs in log_batches(tmp_path / "t-0").values() for b in bs]
+    assert stamps == [T0, T0 + 600, T0 + 1000, T0 + 1001, T0 + 2000, T0 + 2002]
+
+
+def test_a_full_offset_index_rolls_the_segment(tmp_path: Path) -> None:
+    # 48 bytes: 6 offset-index slots; constant timestamps keep the time index at one entry.
+    log = open_log(tmp_path / "t-0", {"segment.index.bytes": 48, "index.interval.bytes": 0})
+    for _ in range(20):
+        log.append_as_leader(client_batch([b"v"], ts=T0))
+    log.close()
+    # Each batch after a segment's first gets an entry: 7 batches fill 6 slots.
+    assert sorted(log_batches(tmp_path / "t-0")) == [0, 7, 14]
+    for index in segment_files(tmp_path / "t-0", ".index")[:2]:
+        assert len(index_entries(index)) == 6
+
+
+def test_a_full_time_index_rolls_the_segment(tmp_path: Path) -> None:
+    # 120 bytes: 15 offset slots, 10 time slots of which the last is kept for the roll entry.
+    log = open_log(tmp_path / "t-0", {"segment.index.bytes": 120, "index.interval.bytes": 0})
+    for i in range(30):
+        log.append_as_leader(client_batch([b"v"], ts=T0 + i))
+    log.close()
+    assert sorted(log_batches(tmp_path / "t-0")) == [0, 10, 20]
+    for index in segment_files(tmp_path / "t-0", ".timeindex")[:2]:
+        # 9 appended; the roll entry would repeat the last timestamp, so none is added
+        assert len(time_index_entries(index)) == 9
+
+
+def test_reopening_does_not_roll_a_segment_with_room_left(tmp_path: Path) -> None:
+    directory = tmp_path / "t-0"
+    for i in range(3):
+        log = open_log(directory, {"index.interval.bytes": 50})
+        for j in range(5):
+            log.append_as_leader(client_batch([b"v" * 100], ts=T0 + i * 10 + j))
+        log.close()
+    assert sorted(log_batches(directory)) == [0]
+    assert len(index_entries(directory / "00000000000000000000.index")) == 12  # 4 per session
+
+
+# -- index entries --------------------------------------------------------------------------------
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    batches=st.lists(
+        st.tuples(st.integers(1, 4), st.integers(0, 400), st.integers(0, 5000)),
+        min_size=1,
+        max_size=50,
+    ),
+    interval=st.integers(0, 2000),
+    segment_bytes=st.integers(2000, 20000),
+)
+def test_index_entries_follow_kafkas_rule_for_every_segment(
+    tmp_path_factory, batches, interval: int, segment_bytes: int
+) -> None:
+    directory = tmp_path_factory.mktemp("idx") / "t-0"
+    log = open_log(
+        directory, {"index.interval.bytes": interval, "internal.segment.bytes": segment_bytes}
+    )
+    for n, size, ts in batches:
+        log.append_as_leader(client_batch([b"v" * size] * n, ts=T0 + ts))
+    # The active segment's preallocated files, read with Kafka's zero-tail rule, ...
+    active = log.active_segment
+    got_live = (index_entries(active.offset_index.file), time_index_entries(active.time_index.file))
+    log.close()
+    on_disk = log_batches(directory)
+    live_batches = on_disk[active.base_offset]
+    assert got_live == expected_indexes(live_batches, interval, closed=False)
+    # ... and every segment once trimmed by roll or close.
+    for base, segment in on_disk.items():
+        offsets = directory / f"{base:020d}.index"
+        times = directory / f"{base:020d}.timeindex"
+        want = expected_indexes(segment, interval, closed=True)
+        assert (index_entries(offsets), time_index_entries(times)) == want
+        assert offsets.stat().st_size == 8 * len(want[0])
+        assert times.stat().st_size == 12 * len(want[1])
+
+
+# -- lookups --------------------------------------------------------------------------------------
+def first_at_or_after(records, target_ts: int, start_offset: int = 0):
+    return next(((ts, o) for o, ts, _, _ in records if ts >= target_ts and o >= start_offset), None)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    batches=st.lists(
+        st.tuples(st.lists(st.integers(0, 3000), min_size=1, max_size=5), st.integers(0, 300)),
+        min_size=1,
+        max_size=40,
+    ),
+    interval=st.integers(0, 1500),
+    segment_bytes=st.integers(600, 6000),
+    codec=st.sampled_from(sorted(CODECS.values())),
+    data=st.data(),
+)
+def test_lookups_by_offset_and_timestamp_agree_with_a_linear_scan(
+    tmp_path_factory, batches, interval, segment_bytes, codec, data
+) -> None:
+    directory = tmp_path_factory.mktemp("lookup") / "t-0"
+    log = open_log(
+        directory,
+        {"index.interval.bytes": interval, "internal.segment.bytes": segment_bytes},
+    )
+    for stamps, size in batches:
+        log.append_as_leader(
+            client_batch([b"v" * size] * len(stamps), ts=[T0 + t for t in stamps], codec=codec)
+        )
+    if data.draw(st.booleans()):  # lookups on a reopened log use the trimmed indexes
+        log.close()
+        log = Log.open(directory, config=cfg(), clock=MockClock(now_ms=T0))
+    scan = log_batches(directory)
+    records = [r for bs in scan.values() for b in bs for r in b.records]
+    for target in range(log.log_end_offset):
+        info = log.read(target, 1)
+        base = info.fetch_offset_metadata.segment_base_offset
+        (first, *_) = kp_batches(info.records.read(info.records.start, info.records.end))
+        want = next(b for b in scan[base] if b.last_offset >= target)
+        assert (first.base_offset, first.last_offset, info.records.start) == (
+            want.base_offset, want.last_offset, want.position,
+        )  # fmt: skip
+    for target in sorted({ts + d for _, ts, _, _ in records for d in (-1, 0, 1)}):
+        found = log.fetch_offset_by_timestamp(target)
+        want = first_at_or_after(records, target)
+        assert (None if found is None else (found.timestamp, found.offset)) == want
+    assert log.fetch_offset_by_timestamp(EARLIEST_TIMESTAMP).offset == 0
+    assert log.fetch_offset_by_timestamp(LATEST_TIMESTAMP).offset == len(records)
+    log.close()
+
+
+# -- reads ----------------------------------------------------------------------------------------
+def test_a_read_is_the_file_from_the_batch_holding_the_offset_up_to_max_bytes(
+    tmp_path: Path,
+) -> None:
+    # As Kafka's: the window may end inside a batch (consumers drop the partial one), and with
+    # min_one_message it holds at least the whole first batch.
+    log = open_log(tmp_path / "t-0")
+    for i in range(10):
+        log.append_as_leader(client_batch([b"v" * (10 * i)] * 2, ts=T0 + i))
+    (scan,) = log_batches(tmp_path / "t-0").values()
+    for target in range(20):
+        start = next(b for b in scan if b.last_offset >= target)
+        for max_bytes in (0, 1, start.size, start.size + 1, 300, 10_000):
+            info = log.read(target, max_bytes, min_one_message=True)
+            window = info.records
+            length = min(
+                max(max_bytes, start.size), scan[-1].position + scan[-1].size - start.position
+            )
+            assert (window.start, window.end) == (start.position, start.position + length)
+            assert not info.first_entry_incomplete
+            first = kp_batches(window.read(window.start, start.size))[0]
+            assert first.base_offset <= target <= first.last_offset
+            info = log.read(target, max_bytes, min_one_message=False)
+            if max_bytes == 0:
+                assert info.records is None
+            else:
+                assert info.records.size_in_bytes() == min(
+                    max_bytes, scan[-1].position + scan[-1].size - start.position
+                )
+                assert info.first_entry_incomplete == (max_bytes < start.size)
+    assert log.read(20, 100).records is None  # at the log end: nothing, no error
+    with pytest.raises(OffsetOutOfRangeError):
+        log.read(21, 100)
+
+
+def test_read_committed_stops_at_the_lso_and_lists_aborted_transactions(tmp_path: Path) -> None:
+    log = open_log(tmp_path / "t-0", {"internal.segment.bytes": 900})
+    seq = {7: 0, 8: 0}
+
+    def txn_data(pid: int, n: int = 2) -> int:
+        info = log.append_as_leader(
+            client_batch([b"t%d" % pid] * n, producer_id=pid, epoch=0, seq=seq[pid],
+                         transactional=True)
+        )  # fmt: skip
+        seq[pid] += n
+        return info.first_offset
+
+    def end(pid: int, control: ControlRecordType) -> int:
+        return log.append_as_leader(
+            marker(control, pid, 0), origin=AppendOrigin.COORDINATOR
+        ).first_offset
+
+    log.append_as_leader(client_batch([b"plain"] * 3))  # 0-2
+    first7 = txn_data(7)  # 3-4
+    assert log.last_stable_offset == first7
+    first8 = txn_data(8)  # 5-6
+    txn_data(7)  # 7-8
+    log.append_as_leader(client_batch([b"plain"]))  # 9
+    abort7 = end(7, ControlRecordType.ABORT)  # 10
+    assert log.last_stable_offset == first8
+    commit8 = end(8, ControlRecordType.COMMIT)  # 11
+    assert log.last_stable_offset == log.log_end_offset == commit8 + 1
+    first7b = txn_data(7)  # 12-13: open
+    log.append_as_leader(client_batch([b"plain"]))  # 14
+    assert log.last_stable_offset == first7b
+
+    scan = log_batches(tmp_path / "t-0")
+    batches = [(base, b) for base, bs in scan.items() for b in bs]
+    for start in range(log.log_end_offset + 1):
+        info = log.read(start, 1 << 20, isolation="read_committed")
+        if start >= first7b:
+            assert info.records is None or info.records.size_in_bytes() == 0
+            continue
+        got = kp_batches(info.records.read(info.records.start, info.records.end))
+        # The window never reaches the first batch of the open transaction.
+        assert got[-1].last_offset < first7b
+        assert got[0].base_offset <= start <= got[0].last_offset
+        aborted = [
+            (t.producer_id, t.first_offset, t.last_offset) for t in info.aborted_transactions
+        ]
+        want = [(7, first7, abort7)] if start <= abort7 else []
+        assert aborted == want
+    # read_uncommitted reads past the LSO
+    info = log.read(first7b, 1 << 20)
+    assert kp_batches(info.records.read(info.records.start, info.records.end))[0].producer_id == 7
+    log.close()
+    # The abort is recorded in the .txnindex of the segment holding the ABORT marker.
+    marker_base = next(base for base, b in batches if b.base_offset == abort7)
+    entries = []
+    for path in segment_files(tmp_path / "t-0", ".txnindex"):
+        data = path.read_bytes()
+        assert path.name == f"{marker_base:020d}.txnindex" and len(data) == 34
+        entries.append(struct.unpack(">hqqqq", data))
+    assert entries == [(0, 7, first7, abort7, first8)]
+    # Reopened, the log serves the same: LSO from the producer snapshot, aborts from the file.
+    reopened = Log.open(tmp_path / "t-0", config=cfg(), clock=MockClock(now_ms=T0))
+    assert reopened.last_stable_offset == first7b
+    info = reopened.read(0, 1 << 20, isolation="read_committed")
+    assert [(t.producer_id, t.first_offset) for t in info.aborted_transactions] == [(7, first7)]
+    assert reopened.read(first7b, 1 << 20, isolation="read_committed").records is None
+    reopened.close()
+
+
+# -- truncation -----------------------------------------------------------------------------------
+@pytest.mark.parametrize("target", [0, 1, 5, 6, 7, 12, 19, 29, 30])
+def test_truncate_to_removes_the_batch_holding_the_offset_and_everything_after(
+    tmp_path: Path, target: int
+) -> None:
+    directory = tmp_path / "t-0"
+    log = open_log(directory, {"internal.segment.bytes": 600, "index.interval.bytes": 100})
+    for i in range(10):  # batches of 3: 0-2, 3-5, ...
+        log.append_as_leader(client_batch([b"v" * 40] * 3, ts=T0 + i), leader_epoch=i // 3)
+    log.truncate_to(target)
+    kept_end = min(30, target - target % 3)
+    assert log.log_end_offset == kept_end
+    assert all(s.base_offset <= kept_end for s in log.segments)
+    assert log.active_segment.read_next_offset() == kept_end
+    kept_epochs = sorted({i // 3 for i in range(kept_end // 3)})
+    assert [e.epoch for e in log.leader_epoch_cache.entries] == kept_epochs
+    # appending continues at the new end
+    info = log.append_as_leader(client_batch([b"new"]), leader_epoch=9)
+    assert info.first_offset == kept_end
+    log.close()
+    records = all_records(directory)
+    assert [r[0] for r in records] == list(range(kept_end + 1))
+    assert records[-1][3] == b"new"
+    for index in segment_files(directory, ".index"):
+        base = int(index.name[:20])
+        batches = log_batches(directory)[base]
+        positions = {b.last_offset: b.position for b in batches}
+        assert all(positions.get(o) == p for o, p in index_entries(index))
+
+
+def test_increment_log_start_offset_hides_records_and_deletes_whole_segments(
+    tmp_path: Path,
+) -> None:
+    directory = tmp_path / "t-0"
+    log = open_log(directory, {"internal.segment.bytes": 500})
+    for i in range(12):
+        log.append_as_leader(client_batch([b"v" * 50] * 2, ts=T0 + i))
+    bases = [s.base_offset for s in log.segments]
+    assert len(bases) > 3
+    new_start = bases[2] + 1
+    assert log.increment_log_start_offset(new_start) == new_start
+    assert [s.base_offset for s in log.segments] == bases[2:]
+    assert sorted(int(p.name[:20]) for p in segment_files(directory)) == bases[2:]
+    with pytest.raises(OffsetOutOfRangeError):
+        log.read(new_start - 1, 100)
+    info = log.read(new_start, 100)
+    assert info.fetch_offset_metadata.segment_base_offset == bases[2]
+    assert log.fetch_offset_by_timestamp(EARLIEST_TIMESTAMP).offset == new_start
+    assert log.fetch_offset_by_timestamp(0).offset == new_start
+    with pytest.raises(OffsetOutOfRangeError):
+        log.increment_log_start_offset(log.log_end_offset + 1)
+    assert log.increment_log_start_offset(1) == new_start  # never moves back
+    log.close()
+
+
+# -- retention ------------------------------------------------------------------------------------
+@pytest.fixture
+def renames(monkeypatch) -> list[tuple[str, str]]:
+    """Every os.replace, as (source name, target name)."""
+    seen: list[tuple[str, str]] = []
+    real = os.replace
+
+    def spy(src, dst, *a, **kw):
+        seen.append((os.path.basename(src), os.path.basename(dst)))
+        return real(src, dst, *a, **kw)
+
+    monkeypatch.setattr(os, "replace", spy)
+    return seen
+
+
+def retention_log(directory: Path, overrides: dict, clock: MockClock) -> tuple[Log, list[int]]:
+    log = open_log(directory, {"internal.segment.bytes": 400, **overrides}, clock=clock)
+    for i in range(12):  # two batches per segment, 100 ms apart
+        log.append_as_leader(client_batch([b"v" * 100], ts=T0 + 100 * i))
+    return log, [s.base_offset for s in log.segments]
+
+
+def assert_deleted_via_rename(renames, directory: Path, bases: list[int]) -> None:
+    for base in bases:
+        for suffix in (".log", ".index", ".timeindex"):
+            name = f"{base:020d}{suffix}"
+            assert (name, name + ".deleted") in renames
+            assert (
+                not (directory / name).exists() and not (directory / (name + ".deleted")).exists()
+            )
+
+
+def test_time_retention_deletes_segments_whose_newest_record_is_too_old(
+    tmp_path: Path, renames
+) -> None:
+    clock = MockClock(now_ms=T0)
+    log, bases = retention_log(tmp_path / "t-0", {"retention.ms": 1000}, clock)
+    assert bases == [0, 2, 4, 6, 8, 10]
+    clock.set_milliseconds(T0 + 100 * 5 + 1001)  # segments [0, 2, 4] end at T0+100..500
+    deleted = log.delete_old_segments()
+    assert len(deleted) == 3
+    assert [s.base_offset for s in log.segments] == [6, 8, 10]
+    assert log.log_start_offset == 6
+    assert_deleted_via_rename(renames, tmp_path / "t-0", [0, 2, 4])
+    clock.advance(10**9)  # everything is old: the log rolls and keeps its end offset
+    log.delete_old_segments()
+    assert [s.base_offset for s in log.segments] == [12]
+    assert log.log_end_offset == log.log_start_offset == 12
+    assert log.append_as_leader(client_batch([b"v"])).first_offset == 12
+    log.close()
+
+
+def test_size_retention_deletes_the_oldest_segments_beyond_retention_bytes(
+    tmp_path: Path, renames
+) -> None:
+    clock = MockClock(now_ms=T0)
+    log, bases = retention_log(tmp_path / "t-0", {}, clock)
+    sizes = [s.size() for s in log.segments]
+    limit = sum(sizes) - sizes[0] - sizes[1] - 1  # two whole segments over, not three
+    log.config = log.config.with_overrides({"retention.bytes": limit})
+    log.delete_old_segments()
+    assert [s.base_offset for s in log.segments] == bases[2:]
+    assert_deleted_via_rename(renames, tmp_path / "t-0", bases[:2])
+    log.close()
+
+
+def test_log_start_retention_deletes_segments_below_the_start(tmp_path: Path, renames) -> None:
+    clock = MockClock(now_ms=T0)
+    log, bases = retention_log(tmp_path / "t-0", {}, clock)
+    assert bases == [0, 2, 4, 6, 8, 10]
+    log.log_start_offset = 5  # as checkpointed by an earlier DeleteRecords
+    log.delete_old_segments()
+    assert [s.base_offset for s in log.segments] == [4, 6, 8, 10]
+    assert_deleted_via_rename(renames, tmp_path / "t-0", [0, 2])
+    log.close()
+
+
+# -- producer state -------------------------------------------------------------------------------
+def test_a_retried_batch_is_answered_with_its_original_offsets(tmp_path: Path) -> None:
+    directory = tmp_path / "t-0"
+    log = open_log(directory)
+    first = client_batch([b"a", b"b"], producer_id=42, epoch=1, seq=0)
+    second = client_batch([b"c"], producer_id=42, epoch=1, seq=2)
+    assert log.append_as_leader(first).first_offset == 0
+    assert log.append_as_leader(second).first_offset == 2
+    size = log.size_in_bytes()
+    retry = log.append_as_leader(first)
+    assert (retry.first_offset, retry.last_offset, retry.duplicate) == (0, 1, True)
+    assert log.size_in_bytes() == size and log.log_end_offset == 3
+    with pytest.raises(OutOfOrderSequenceError):
+        log.append_as_leader(client_batch([b"gap"], producer_id=42, epoch=1, seq=5))
+    log.close()
+    # The state survives a reopen (read back from the snapshot written on close).
+    assert read_snapshot_file(directory / f"{3:020d}.snapshot") == {42: (1, 2, 2)}
+    log = Log.open(directory, config=cfg(), clock=MockClock(now_ms=T0), writable=True)
+    again = log.append_as_leader(second)
+    assert (again.first_offset, again.duplicate) == (2, True)
+    assert (
+        log.append_as_leader(client_batch([b"d"], producer_id=42, epoch=1, seq=3)).first_offset == 3
+    )
+    log.close()
+    assert [r[3] for r in all_records(directory)] == [b"a", b"b", b"c", b"d"]
+
+
+def test_producer_snapshots_are_written_on_roll_and_close(tmp_path: Path) -> None:
+    directory = tmp_path / "t-0"
+    log = open_log(directory, {"internal.segment.bytes": 300})
+    seqs = {1: 0, 2: 0}
+    for i in range(8):
+        pid = 1 + i % 2
+        log.append_as_leader(client_batch([b"v" * 60], producer_id=pid, epoch=0, seq=seqs[pid]))
+        seqs[pid] += 1
+    rolled = [s.base_offset for s in log.segments][1:]
+    assert rolled
+    log.close()
+    snapshots = sorted(int(p.name[:20]) for p in segment_files(directory, ".snapshot"))
+    assert snapshots == sorted({*rolled, 8})
+    for offset in snapshots:
+        # What each snapshot says: every producer's last batch below its offset.
+        want = {}
+        for o in range(offset):
+            want[1 + o % 2] = (0, o // 2, o)
+        assert read_snapshot_file(directory / f"{offset:020d}.snapshot") == want
+
+
+# -- reopening ------------------------------------------------------------------------------------
+def test_reopening_a_closed_log_gives_the_same_log_and_changes_no_file(tmp_path: Path) -> None:
+    directory = tmp_path / "t-0"
+    log = open_log(directory, {"internal.segment.bytes": 700, "index.interval.bytes": 150})
+    for i in range(30):
+        log.append_as_leader(
+            client_batch([b"v" * (i * 13 % 120)] * (1 + i % 3), ts=T0 + (i * 37) % 400,
+                         producer_id=5, epoch=0, seq=sum(1 + k % 3 for k in range(i)))
+        )  # fmt: skip
+    log.increment_log_start_offset(4)
+
+    def facts(log: Log):
+        return (
+            log.log_end_offset,
+            [s.base_offset for s in log.segments],
+            [log.read(o, 1).records.start for o in range(log.log_start_offset, log.log_end_offset)],
+            [log.fetch_offset_by_timestamp(T0 + t) for t in range(0, 420, 7)],
+            log.producer_state.last_entry(5).last_seq,
+        )
+
+    before = facts(log)
+    log.close()
+    files = digest(directory)
+    reopened = Log.open(directory, config=cfg(), clock=MockClock(now_ms=T0), log_start_offset=4)
+    assert facts(reopened) == before
+    reopened.close()
+    assert digest(directory) == files  # read-only opening writes nothing
+    writable = Log.open(
+        directory, config=cfg(), clock=MockClock(now_ms=T0), writable=True, log_start_offset=4
+    )
+    assert facts(writable) == before
+    writable.close()
+    assert digest(directory) == files  # nor does a writable open and close without appends
+
+
+def test_unclean_reopen_rebuilds_the_same_indexes_and_producer_state(tmp_path: Path) -> None:
+    directory = tmp_path / "t-0"
+    log = open_log(directory, {"internal.segment.bytes": 2000, "index.interval.bytes": 200})
+    for i in range(25):
+        log.append_as_leader(
+            client_batch([b"v" * 70] * 2, ts=T0 + i, producer_id=9, epoch=0, seq=2 * i)
+        )
+    log.close()
+    files = digest(directory)
+    for path in directory.iterdir():
+        if path.suffix in (".index", ".timeindex", ".snapshot"):
+            path.unlink()
+    log = Log.open(
+        directory, config=cfg({"index.interval.bytes": 200}), clock=MockClock(now_ms=T0),
+        writable=True, had_clean_shutdown=False,
+    )  # fmt: skip
+    assert log.producer_state.last_entry(9).last_seq == 49
+    log.close()
+    rebuilt = digest(directory)
+    for name, sha in files.items():
+        if not name.endswith(".snapshot"):
+            assert rebuilt[name] == sha, name

@@ -1,0 +1,275 @@
+"""LogManager (kafkalog.log.manager): real broker data directories opened read-only and on writable
+copies, the data directory lock across processes, checkpoints, the clean-shutdown marker and
+recovery after an unclean stop.
+
+Real data comes from ../shared/fixtures/kafka-data (20 data directories of Kafka 0.10.1 to 4.x);
+it is hashed before and after every read-only open, and only copies are ever opened writable.
+Records are compared through kafka-python's decoder, checkpoints parsed as text here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from kafka.record import MemoryRecords as KpRecords
+from kafka.record import MemoryRecordsBuilder as KpBuilder
+
+from kafkalog.log.clock import MockClock
+from kafkalog.log.manager import DataDirLockedError, LogManager
+from kafkalog.log.naming import TopicPartition
+from kafkalog.log.quarantine import QUARANTINE_DIR_NAME
+
+T0 = 1_700_000_000_000
+FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures"
+KAFKA_DATA = FIXTURES / "kafka-data"
+DATA_DIRS = sorted(p.name for p in KAFKA_DATA.iterdir()) if KAFKA_DATA.is_dir() else []
+needs_fixtures = pytest.mark.skipif(
+    not DATA_DIRS, reason="../shared/fixtures is only present beside the repository in CI"
+)
+SWAP_PARTITION = "getachew015+kafka-broker/__consumer_offsets-13"
+
+
+def client_batch(values: list[bytes], ts: int = T0) -> bytes:
+    builder = KpBuilder(2, 0, 1 << 30)
+    for i, value in enumerate(values):
+        builder.append(ts + i, b"k%d" % i, value, [])
+    builder.close()
+    return bytes(builder.buffer())
+
+
+def digest(directory: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(directory)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(directory.rglob("*"))
+        if p.is_file()
+    }
+
+
+def kp_records(data: bytes) -> list[tuple]:
+    out, records = [], KpRecords(data)
+    while records.has_next():
+        batch = records.next_batch()
+        assert batch.validate_crc()
+        out += [(r.offset, r.timestamp, r.key, r.value) for r in batch]
+    assert records.valid_bytes() == len(data)
+    return out
+
+
+def partition_records(partition: Path) -> list[tuple]:
+    return [r for p in sorted(partition.glob("*.log")) for r in kp_records(p.read_bytes())]
+
+
+def read_checkpoint(path: Path) -> dict[tuple[str, int], int]:
+    version, count, *lines = path.read_text().splitlines()
+    assert version == "0" and int(count) == len(lines)
+    return {(t, int(p)): int(o) for t, p, o in (line.split(" ") for line in lines)}
+
+
+def log_view(log) -> list[tuple]:
+    """Every record the log serves from its start, through kafkalog's read path."""
+    out, offset = [], log.log_start_offset
+    while offset < log.log_end_offset:
+        info = log.read(offset, 1 << 20)
+        if info.records is None:
+            break
+        records = kp_records_prefix(info.records.read(info.records.start, info.records.end))
+        out += [r for r in records if r[0] >= offset]
+        offset = records[-1][0] + 1 if records else log.log_end_offset
+    return out
+
+
+def batch_view(log) -> list[tuple[int, int, int, int]]:
+    """(base offset, last offset, CRC, size) of every batch the log holds from its start."""
+    return [
+        (b.base_offset, b.last_offset, b.crc, b.size_in_bytes)
+        for b in log.batches(log.log_start_offset)
+    ]
+
+
+def kp_records_prefix(data: bytes) -> list[tuple]:
+    """Records of the whole batches at the front of a window (a fetch may end mid-batch)."""
+    out, records = [], KpRecords(data)
+    while records.has_next():
+        out += [(r.offset, r.timestamp, r.key, r.value) for r in records.next_batch()]
+    return out
+
+
+# -- real data directories ------------------------------------------------------------------------
+@needs_fixtures
+@pytest.mark.parametrize("name", DATA_DIRS)
+def test_every_fixture_data_dir_opens_read_only_and_no_file_changes(name: str) -> None:
+    directory = KAFKA_DATA / name
+    before = digest(directory)
+    with LogManager(directory) as manager:
+        for log in manager.logs.values():
+            assert log.log_start_offset <= log.last_stable_offset <= log.log_end_offset
+            list(log.batches(0))
+            log.fetch_offset_by_timestamp(0)
+            if log.log_end_offset > log.log_start_offset:
+                assert log.read(log.log_start_offset, 1 << 16).records is not None
+            log.producer_state.first_unstable_offset()
+    assert digest(directory) == before  # same files, same bytes: nothing created or changed
+
+
+@needs_fixtures
+@pytest.mark.parametrize("name", DATA_DIRS)
+def test_a_writable_copy_of_every_fixture_recovers_and_keeps_every_record(
+    tmp_path: Path, name: str
+) -> None:
+    copy = tmp_path / name
+    shutil.copytree(KAFKA_DATA / name, copy)
+    with LogManager(KAFKA_DATA / name) as reader:
+        served = {tp: batch_view(log) for tp, log in reader.logs.items()}
+        dirs = {tp: log.dir.name for tp, log in reader.logs.items()}
+    with LogManager(copy, writable=True, clock=MockClock(now_ms=T0)) as manager:
+        assert set(manager.logs) == set(served)
+        for tp, log in manager.logs.items():
+            assert batch_view(log) == served[tp], tp
+    for dirname in dirs.values():
+        # Recovery cut nothing (every fixture log is whole); only leftovers were moved away.
+        for note in (copy / dirname).glob(f"{QUARANTINE_DIR_NAME}/*/NOTE.txt"):
+            assert "cut" not in note.read_text(), note.read_text()
+        for segment in (KAFKA_DATA / name / dirname).glob("*.log"):
+            assert (copy / dirname / segment.name).read_bytes() == segment.read_bytes()
+    assert (copy / ".kafka_cleanshutdown").exists()
+
+
+@needs_fixtures
+def test_cleaner_leftovers_are_resolved_as_kafkas_loader_does(tmp_path: Path) -> None:
+    # A .cleaned file at offset 0 means the clean never finished: every .swap at or above it
+    # is part of it and goes; the segments it would have replaced stay.
+    data_dir, partition = SWAP_PARTITION.split("/")
+    source = KAFKA_DATA / data_dir / partition
+    copy = tmp_path / partition
+    shutil.copytree(source, copy)
+    with LogManager(KAFKA_DATA / data_dir) as reader:
+        log = reader.logs[TopicPartition("__consumer_offsets", 13)]
+        assert [s.base_offset for s in log.segments] == [0, 36]
+        assert any(".log.swap" in note for note in log.load_notes)
+        served = log_view(log)
+    # Open the copy writable in a data directory of its own.
+    (tmp_path / "data").mkdir()
+    shutil.move(copy, tmp_path / "data" / partition)
+    with LogManager(tmp_path / "data", writable=True, clock=MockClock(now_ms=T0)) as manager:
+        log = manager.logs[TopicPartition("__consumer_offsets", 13)]
+        assert [s.base_offset for s in log.segments] == [0, 36]
+        assert log_view(log) == served
+    moved = tmp_path / "data" / partition
+    (stamp,) = (moved / QUARANTINE_DIR_NAME).iterdir()
+    leftovers = ["00000000000000000000.index.swap", "00000000000000000000.log.swap",
+                 "00000000000000000000.timeindex.cleaned"]  # fmt: skip
+    assert sorted(p.name for p in stamp.iterdir() if p.name != "NOTE.txt") == leftovers
+    for name in leftovers:
+        assert (stamp / name).read_bytes() == (source / name).read_bytes()
+        assert not (moved / name).exists()
+    assert "unfinished" in (stamp / "NOTE.txt").read_text()
+    for name in ("00000000000000000000.log", "00000000000000000036.log"):
+        assert (moved / name).read_bytes() == (source / name).read_bytes()
+
+
+# -- the lock -------------------------------------------------------------------------------------
+OPEN_WRITABLE = textwrap.dedent(
+    """
+    import sys
+    from kafkalog.log.manager import DataDirLockedError, LogManager
+    try:
+        manager = LogManager(sys.argv[1], writable=True)
+    except DataDirLockedError as e:
+        print("DataDirLockedError", e)
+        sys.exit(3)
+    print("opened", flush=True)
+    sys.stdin.readline()  # hold the lock until told
+    manager.close()
+    """
+)
+
+
+def run_opener(directory: Path, **kw) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-c", OPEN_WRITABLE, str(directory)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw,
+    )  # fmt: skip
+
+
+def test_a_second_process_cannot_open_a_locked_data_dir_for_writing(tmp_path: Path) -> None:
+    with LogManager(tmp_path, writable=True):
+        other = run_opener(tmp_path)
+        out, err = other.communicate(timeout=60)
+        assert other.returncode == 3, err
+        assert out.startswith("DataDirLockedError") and "Failed to acquire lock" in out
+        LogManager(tmp_path).close()  # reading needs no lock
+    # ... and the other way round: while another process holds it, this one cannot.
+    holder = run_opener(tmp_path)
+    try:
+        assert holder.stdout.readline().strip() == "opened"
+        with pytest.raises(DataDirLockedError):
+            LogManager(tmp_path, writable=True)
+    finally:
+        holder.communicate("\n", timeout=60)
+    assert holder.returncode == 0
+    LogManager(tmp_path, writable=True).close()  # released when the holder closed
+
+
+# -- checkpoints, marker, recovery ----------------------------------------------------------------
+def test_a_clean_close_writes_checkpoints_and_the_marker(tmp_path: Path) -> None:
+    clock = MockClock(now_ms=T0)
+    with LogManager(tmp_path, writable=True, clock=clock) as manager:
+        assert not (tmp_path / ".kafka_cleanshutdown").exists()
+        logs = manager.create_topic("orders", 2, {"internal.segment.bytes": 500})
+        for i in range(20):
+            logs[i % 2].append_as_leader(client_batch([b"v" * 40]))
+        logs[0].increment_log_start_offset(3)
+        ends = [log.log_end_offset for log in logs]
+    assert (tmp_path / ".kafka_cleanshutdown").exists()
+    assert read_checkpoint(tmp_path / "recovery-point-offset-checkpoint") == {
+        ("orders", 0): ends[0], ("orders", 1): ends[1],
+    }  # fmt: skip
+    assert read_checkpoint(tmp_path / "log-start-offset-checkpoint") == {
+        ("orders", 0): 3, ("orders", 1): 0,
+    }  # fmt: skip
+    files = digest(tmp_path)
+    with LogManager(tmp_path, writable=True, clock=clock) as manager:
+        assert not (tmp_path / ".kafka_cleanshutdown").exists()
+        log = manager.get_log(TopicPartition("orders", 0))
+        assert (log.log_start_offset, log.log_end_offset) == (3, ends[0])
+        assert log.config["internal.segment.bytes"] == 500
+        assert not any(QUARANTINE_DIR_NAME in p for p in digest(tmp_path))
+    after = digest(tmp_path)
+    assert after == files  # a clean reopen and close rewrites the same bytes
+
+
+def test_after_a_crash_recovery_keeps_what_was_written_and_rebuilds_indexes(
+    tmp_path: Path,
+) -> None:
+    # What a SIGKILL leaves is what the page cache holds: a copy taken while the manager is
+    # open, without the marker, checkpoints as of the last checkpoint(), indexes preallocated.
+    live, crashed = tmp_path / "live", tmp_path / "crashed"
+    clock = MockClock(now_ms=T0)
+    manager = LogManager(live, writable=True, create=True, clock=clock)
+    (log,) = manager.create_topic("t", 1, {"internal.segment.bytes": 600,
+                                           "index.interval.bytes": 100})  # fmt: skip
+    for i in range(12):
+        log.append_as_leader(client_batch([b"v" * 60], ts=T0 + i))
+    log.flush()
+    manager.checkpoint()
+    checkpointed = log.recovery_point
+    for i in range(12, 30):
+        log.append_as_leader(client_batch([b"v" * 60], ts=T0 + i))
+    shutil.copytree(live, crashed, ignore=shutil.ignore_patterns(".lock"))
+    manager.close()
+    assert read_checkpoint(crashed / "recovery-point-offset-checkpoint") == {("t", 0): checkpointed}
+    active = max(crashed.glob("t-0/*.index"))
+    assert active.stat().st_size == 10 << 20  # untrimmed, as a crashed broker leaves it
+    with LogManager(crashed, writable=True, clock=clock) as reopened:
+        log = reopened.get_log(TopicPartition("t", 0))
+        assert log.log_end_offset == 30
+        assert [r[0] for r in log_view(log)] == list(range(30))
+    assert partition_records(crashed / "t-0") == partition_records(live / "t-0")
+    for index in (crashed / "t-0").glob("*.index"):
+        assert index.read_bytes() == (live / "t-0" / index.name).read_bytes()
