@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import KafkalogError
+from ..errors import CorruptRecordError, KafkalogError
 from ..format import Batch, MemoryRecords
 from ..format.constants import NO_TIMESTAMP
 from ..format.validator import validate_records
@@ -139,7 +139,7 @@ class Log:
             ]  # fmt: skip
         first_base = log.segments[0].base_offset if log.segments else log_start_offset
         log.log_start_offset = max(log_start_offset, first_base)
-        log._log_end_offset = log.active_segment.read_next_offset() if log.segments else first_base
+        log._log_end_offset = log._read_log_end_offset() if log.segments else first_base
         log.recovery_point = (
             log._log_end_offset
             if not had_clean_shutdown
@@ -154,6 +154,29 @@ class Log:
             log.leader_epoch_cache.truncate_from_start(log.log_start_offset)
             log._load_producer_state()
         return log
+
+    def _read_log_end_offset(self) -> int:
+        """The offset after the active segment's last complete batch.
+
+        A read-only log of a damaged disk still opens: the end is where the readable batches
+        end, and the damage is noted in :attr:`load_notes` (writable opening recovers instead).
+        """
+        segment = self.active_segment
+        try:
+            return segment.read_next_offset()
+        except CorruptRecordError as e:
+            if self.writable:
+                raise
+            next_offset = segment.base_offset
+            try:
+                for batch in segment.log.batches():
+                    next_offset = batch.next_offset
+            except CorruptRecordError:
+                pass
+            self.load_notes.append(
+                f"{os.path.basename(segment.log.path)}: readable up to offset {next_offset}: {e}"
+            )
+            return next_offset
 
     # -- state -------------------------------------------------------------------------------------
     @property
