@@ -1,0 +1,488 @@
+"""Columnar decode: a buffer of log entries (any magic, any codec) -> Arrow record batches.
+
+The kernel (compiled or pure, see ``_kernels``) walks entries and appends every record of
+uncompressed batches to growable numpy arrays in one call; it stops at each compressed batch,
+which this driver decompresses with :mod:`kafkalog.format.codecs` (capped by
+``max_decompressed_size``) and hands back to the kernel. There is no per-record Python object, and
+no per-batch Python work for uncompressed data except the optional CRC-32C check (the ``crc32c``
+package on memoryviews; legacy CRC-32 is checked inside the kernels).
+
+Buffers are reused: a :class:`ColumnarDecoder` keeps its arrays between chunks and calls, and only
+allocates new ones while Arrow arrays it handed out still reference the old ones (checked with
+reference counts), because fresh large allocations page-fault heavily. Growth uses ``resize``
+(``mremap``), so nothing is copied when an estimate was low.
+"""
+
+from __future__ import annotations
+
+import struct
+import sys
+from collections.abc import Iterator
+from types import ModuleType
+
+import numpy as np
+import pyarrow as pa
+
+from ..errors import CorruptRecordError, UnsupportedCompressionTypeError
+from . import _kernel_abi as A
+from ._columnar_errors import Context, kernel_error
+from ._kernels import kernels as default_kernels
+from .codecs import DEFAULT_MAX_DECOMPRESSED_SIZE, decompress
+from .crc import crc32c
+
+__all__ = ["HEADER_TYPE", "SCHEMA", "ColumnarDecoder"]
+
+HEADER_TYPE = pa.list_(
+    pa.struct([pa.field("key", pa.string(), nullable=False), pa.field("value", pa.binary())])
+)
+SCHEMA = pa.schema(
+    [
+        pa.field("offset", pa.int64(), nullable=False),
+        pa.field("timestamp", pa.int64(), nullable=False),
+        pa.field("timestampType", pa.int32(), nullable=False),
+        pa.field("key", pa.binary()),
+        pa.field("value", pa.binary()),
+        pa.field("headers", HEADER_TYPE, nullable=False),
+        pa.field("producerId", pa.int64(), nullable=False),
+        pa.field("producerEpoch", pa.int16(), nullable=False),
+        pa.field("sequence", pa.int32(), nullable=False),
+        pa.field("isTransactional", pa.bool_(), nullable=False),
+        pa.field("isControl", pa.bool_(), nullable=False),
+        pa.field("partitionLeaderEpoch", pa.int32(), nullable=False),
+    ]
+)
+
+_HEADER = struct.Struct(">qiibIhiqqqhii")
+_ENTRY = struct.Struct(">qi")
+_U32 = struct.Struct(">I")
+_I64 = struct.Struct(">q")
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+_MAX_DATA = (1 << 31) - 1  # Arrow binary offsets are int32
+_ENTRIES = 4096  # pending CRC checks per kernel call (CRC_WINDOW usually ends a call first)
+
+_DTYPES = {
+    A.OFFSET: np.int64,
+    A.TIMESTAMP: np.int64,
+    A.TIMESTAMP_TYPE: np.int32,
+    A.KEY_OFFSETS: np.int32,
+    A.KEY_VALID: np.uint8,
+    A.KEY_DATA: np.uint8,
+    A.VALUE_OFFSETS: np.int32,
+    A.VALUE_VALID: np.uint8,
+    A.VALUE_DATA: np.uint8,
+    A.HEADER_OFFSETS: np.int32,
+    A.HKEY_OFFSETS: np.int32,
+    A.HKEY_DATA: np.uint8,
+    A.HVAL_OFFSETS: np.int32,
+    A.HVAL_VALID: np.uint8,
+    A.HVAL_DATA: np.uint8,
+    A.PRODUCER_ID: np.int64,
+    A.PRODUCER_EPOCH: np.int16,
+    A.SEQUENCE: np.int32,
+    A.IS_TRANSACTIONAL: np.uint8,
+    A.IS_CONTROL: np.uint8,
+    A.PARTITION_LEADER_EPOCH: np.int32,
+    A.STATE: np.int64,
+    A.ENTRIES: np.int64,
+}
+_ROW_SLOTS = (
+    A.OFFSET,
+    A.TIMESTAMP,
+    A.TIMESTAMP_TYPE,
+    A.KEY_VALID,
+    A.VALUE_VALID,
+    A.PRODUCER_ID,
+    A.PRODUCER_EPOCH,
+    A.SEQUENCE,
+    A.IS_TRANSACTIONAL,
+    A.IS_CONTROL,
+    A.PARTITION_LEADER_EPOCH,
+)
+_ROW_OFFSET_SLOTS = (A.KEY_OFFSETS, A.VALUE_OFFSETS, A.HEADER_OFFSETS)
+_HEADER_SLOTS = (A.HVAL_VALID,)
+_HEADER_OFFSET_SLOTS = (A.HKEY_OFFSETS, A.HVAL_OFFSETS)
+_DATA_SLOT = {
+    A.GROW_KEY_DATA: (A.KEY_DATA, A.ST_KEY_BYTES),
+    A.GROW_VALUE_DATA: (A.VALUE_DATA, A.ST_VALUE_BYTES),
+    A.GROW_HKEY_DATA: (A.HKEY_DATA, A.ST_HKEY_BYTES),
+    A.GROW_HVAL_DATA: (A.HVAL_DATA, A.ST_HVAL_BYTES),
+}
+_DATA_NAMES = {
+    A.KEY_DATA: "keys",
+    A.VALUE_DATA: "values",
+    A.HKEY_DATA: "header keys",
+    A.HVAL_DATA: "header values",
+}
+
+
+class _ChunkFull(Exception):
+    """A data buffer would pass Arrow's 2 GiB binary limit: end the chunk first."""
+
+
+class _Buffers:
+    """The sink's arrays: allocated with ``np.empty`` (untouched pages cost nothing), grown in
+    place, and replaced only while Arrow still references them."""
+
+    def __init__(self, kernels: ModuleType, rows: int, data: int, headers: int) -> None:
+        self.kernels = kernels
+        caps = {A.STATE: A.STATE_SIZE, A.ENTRIES: 3 * _ENTRIES}
+        for s in _ROW_SLOTS:
+            caps[s] = rows
+        for s in _ROW_OFFSET_SLOTS:
+            caps[s] = rows + 1
+        for s in _HEADER_SLOTS:
+            caps[s] = headers
+        for s in _HEADER_OFFSET_SLOTS:
+            caps[s] = headers + 1
+        caps[A.KEY_DATA] = caps[A.VALUE_DATA] = data
+        caps[A.HKEY_DATA] = caps[A.HVAL_DATA] = max(64, data // 16)
+        self.arrays = [np.empty(caps[s], _DTYPES[s]) for s in range(A.NUM_SLOTS)]
+        self.state = self.arrays[A.STATE]
+        self.sink = None
+        self._baseline: list[int] = []
+        self.reset()
+
+    def _bind(self) -> None:
+        self.sink = None
+        self.sink = self.kernels.Sink(tuple(self.arrays))
+        self._baseline = self._refcounts()
+
+    def _refcounts(self) -> list[int]:
+        return [sys.getrefcount(a) for a in self.arrays]
+
+    def reset(self) -> None:
+        self.state[:] = 0
+        for s in (*_ROW_OFFSET_SLOTS, *_HEADER_OFFSET_SLOTS):
+            self.arrays[s][0] = 0
+        if self.sink is None:
+            self._bind()
+
+    def exported(self) -> bool:
+        """True while an Arrow array handed out still references one of these arrays."""
+        return self._refcounts() != self._baseline
+
+    def _resize(self, slots, new: int) -> None:
+        self.sink = None  # release the kernel's buffer views before resizing in place
+        for s in slots:
+            self.arrays[s].resize(new, refcheck=False)
+        self.state = self.arrays[A.STATE]
+
+    def grow(self, group: int, need: int) -> None:
+        if group == A.GROW_ROWS:
+            rows = max(need, 2 * len(self.arrays[A.OFFSET]))
+            self._resize(_ROW_SLOTS, rows)
+            self._resize(_ROW_OFFSET_SLOTS, rows + 1)
+        elif group == A.GROW_HEADERS:
+            headers = max(need, 2 * len(self.arrays[A.HVAL_VALID]))
+            self._resize(_HEADER_SLOTS, headers)
+            self._resize(_HEADER_OFFSET_SLOTS, headers + 1)
+        else:
+            slot, _ = _DATA_SLOT[group]
+            if need > _MAX_DATA:
+                raise _ChunkFull(_DATA_NAMES[slot])
+            self._resize((slot,), min(_MAX_DATA, max(need, 2 * len(self.arrays[slot]))))
+        self._bind()
+
+    def rows(self) -> int:
+        return int(self.state[A.ST_ROWS])
+
+    def to_arrow(self) -> pa.RecordBatch:
+        """The filled part as an Arrow record batch, without copying the big buffers."""
+        a, st = self.arrays, self.state
+        n, nh = int(st[A.ST_ROWS]), int(st[A.ST_HEADERS])
+        hkeys = _binary(
+            pa.string(), nh, a[A.HKEY_OFFSETS], None, a[A.HKEY_DATA], st[A.ST_HKEY_BYTES]
+        )
+        hvals = _binary(
+            pa.binary(), nh, a[A.HVAL_OFFSETS], a[A.HVAL_VALID], a[A.HVAL_DATA], st[A.ST_HVAL_BYTES]
+        )
+        structs = pa.Array.from_buffers(
+            HEADER_TYPE.value_type, nh, [None], null_count=0, children=[hkeys, hvals]
+        )
+        headers = pa.Array.from_buffers(
+            HEADER_TYPE,
+            n,
+            [None, _buf(a[A.HEADER_OFFSETS], n + 1)],
+            null_count=0,
+            children=[structs],
+        )
+        columns = [
+            _fixed(pa.int64(), a[A.OFFSET], n),
+            _fixed(pa.int64(), a[A.TIMESTAMP], n),
+            _fixed(pa.int32(), a[A.TIMESTAMP_TYPE], n),
+            _binary(
+                pa.binary(), n, a[A.KEY_OFFSETS], a[A.KEY_VALID], a[A.KEY_DATA], st[A.ST_KEY_BYTES]
+            ),
+            _binary(
+                pa.binary(),
+                n,
+                a[A.VALUE_OFFSETS],
+                a[A.VALUE_VALID],
+                a[A.VALUE_DATA],
+                st[A.ST_VALUE_BYTES],
+            ),
+            headers,
+            _fixed(pa.int64(), a[A.PRODUCER_ID], n),
+            _fixed(pa.int16(), a[A.PRODUCER_EPOCH], n),
+            _fixed(pa.int32(), a[A.SEQUENCE], n),
+            _bools(a[A.IS_TRANSACTIONAL], n),
+            _bools(a[A.IS_CONTROL], n),
+            _fixed(pa.int32(), a[A.PARTITION_LEADER_EPOCH], n),
+        ]
+        return pa.RecordBatch.from_arrays(columns, schema=SCHEMA)
+
+
+def _buf(array: np.ndarray, n: int) -> pa.Buffer:
+    return pa.py_buffer(array[:n])
+
+
+def _fixed(type_: pa.DataType, array: np.ndarray, n: int) -> pa.Array:
+    return pa.Array.from_buffers(type_, n, [None, _buf(array, n)], null_count=0)
+
+
+def _bools(mask: np.ndarray, n: int) -> pa.Array:
+    bits = np.packbits(mask[:n], bitorder="little")
+    return pa.Array.from_buffers(pa.bool_(), n, [None, pa.py_buffer(bits)], null_count=0)
+
+
+def _binary(type_, n: int, offsets, valid, data, used) -> pa.Array:
+    nulls = 0 if valid is None else n - int(np.count_nonzero(valid[:n]))
+    bitmap = None
+    if nulls:
+        bitmap = pa.py_buffer(np.packbits(valid[:n], bitorder="little"))
+    return pa.Array.from_buffers(
+        type_, n, [bitmap, _buf(offsets, n + 1), _buf(data, int(used))], null_count=nulls
+    )
+
+
+def _view(buffer) -> memoryview:
+    view = buffer if isinstance(buffer, memoryview) else memoryview(buffer)
+    if view.format != "B" or view.ndim != 1:
+        view = view.cast("B")
+    return view
+
+
+class ColumnarDecoder:
+    """Decodes log entries to Arrow, reusing its arrays between chunks and calls.
+
+    Not thread-safe: use one decoder per thread. Options:
+
+    - ``start_offset``/``end_offset``: keep records with ``start <= offset < end``; batches
+      wholly outside are skipped without being decoded (or CRC-checked), and the walk stops at
+      the first entry starting at or after ``end_offset``, as a fetch does.
+    - ``validate_crc``: check each batch's CRC-32C (magic 2) or each message's CRC-32 (magic 0/1,
+      inner messages included) before its records; a mismatch raises CorruptRecordError.
+    - ``keep_control``: False drops control batches (transaction markers) unread.
+    - ``max_decompressed_size``: the cap per compressed batch (CorruptRecordError past it).
+    - ``position_base``: the file position of ``buffer[0]``, for error positions.
+
+    ``kernels`` picks a kernel twin (the differential tests use it); by default the facade's.
+    """
+
+    def __init__(self, *, kernels: ModuleType | None = None) -> None:
+        self._kernels = default_kernels if kernels is None else kernels
+        self._buffers: _Buffers | None = None
+
+    def _acquire(self, view_len: int, max_rows: int) -> _Buffers:
+        b = self._buffers
+        if b is None or b.exported():
+            rows = max(64, min(max_rows, view_len // 48 + 64))
+            data = max(1024, min(view_len, 256 * rows))
+            b = self._buffers = _Buffers(self._kernels, rows, data, max(64, rows // 4))
+        b.reset()
+        return b
+
+    def decode(self, buffer, **options) -> pa.RecordBatch:
+        """All records of ``buffer`` (up to a partial trailing entry) as one record batch."""
+        chunks = list(self._chunks(buffer, max_rows=_INT64_MAX, single=True, **options))
+        return chunks[0]
+
+    def iter_batches(self, buffer, *, max_rows: int = 65536, **options) -> Iterator[pa.RecordBatch]:
+        """Record batches of about ``max_rows`` rows (a Kafka batch is never split, so a chunk can
+        pass ``max_rows`` by up to one batch's records); memory stays bounded by the chunk."""
+        if max_rows < 1:
+            raise ValueError(f"max_rows must be positive, not {max_rows}")
+        return self._chunks(buffer, max_rows=max_rows, single=False, **options)
+
+    def _chunks(
+        self,
+        buffer,
+        *,
+        max_rows: int,
+        single: bool,
+        start_offset: int | None = None,
+        end_offset: int | None = None,
+        validate_crc: bool = False,
+        keep_control: bool = True,
+        max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
+        position_base: int = 0,
+    ) -> Iterator[pa.RecordBatch]:
+        view = _view(buffer)
+        end = len(view)
+        lo = _INT64_MIN if start_offset is None else start_offset
+        hi = _INT64_MAX if end_offset is None else end_offset
+        flags = (A.FLAG_VALIDATE_CRC if validate_crc else 0) | (
+            A.FLAG_KEEP_CONTROL if keep_control else 0
+        )
+        ctx = Context("entries", view, position_base)
+        kernels = self._kernels
+        b = self._acquire(end, max_rows)
+        pos = 0
+        yielded = False
+        while True:
+            result = kernels.decode_entries(b.sink, view, pos, end, lo, hi, max_rows, flags)
+            status = result[0]
+            if validate_crc:
+                _check_crcs(b, view, position_base)
+            if status == A.ERROR:
+                raise kernel_error(result, ctx)
+            if status == A.NEED_SPACE:
+                try:
+                    b.grow(result[2], result[3])
+                except _ChunkFull as full:
+                    if single or b.rows() == 0:
+                        raise _too_big(full, single) from None
+                    yielded = True
+                    yield b.to_arrow()
+                    b = self._acquire(end, max_rows)
+                pos = result[1]
+                continue
+            if status == A.DECOMPRESS:
+                try:
+                    pos = self._decompressed(
+                        b, view, result, lo, hi, flags, max_decompressed_size, position_base
+                    )
+                except _ChunkFull as full:
+                    if single or b.rows() == 0:
+                        raise _too_big(full, single) from None
+                    yielded = True
+                    yield b.to_arrow()
+                    b = self._acquire(end, max_rows)
+                    pos = result[1]
+                continue
+            if status == A.ENTRIES_FULL:
+                pos = result[1]
+                continue
+            if status == A.ROWS_FULL:
+                yielded = True
+                yield b.to_arrow()
+                b = self._acquire(end, max_rows)
+                pos = result[1]
+                continue
+            # END or RANGE_END: a last chunk, or one empty batch (with the schema) if none came
+            if b.rows() or not yielded:
+                yield b.to_arrow()
+            return
+
+    def _decompressed(self, b, view, result, lo, hi, flags, max_size, position_base) -> int:
+        """Decode the compressed entry at result's position; return the next entry's position."""
+        pos = result[1]
+        where = position_base + pos
+        magic = view[pos + 16]
+        if magic == 2:
+            (
+                base_offset,
+                length,
+                leader_epoch,
+                _,
+                _,
+                attributes,
+                _,
+                base_ts,
+                max_ts,
+                producer_id,
+                producer_epoch,
+                base_sequence,
+                count,
+            ) = _HEADER.unpack_from(view, pos)
+            codec = attributes & 0x07
+            if codec > 4:
+                raise UnsupportedCompressionTypeError(
+                    f"Unknown compression type id {codec} in batch attributes",
+                    position=where,
+                    offset=base_offset,
+                )
+            try:
+                data = decompress(codec, view[pos + 61 : pos + 12 + length], max_size=max_size)
+            except CorruptRecordError as e:
+                raise CorruptRecordError(
+                    f"Records of the batch at position {where} cannot be decompressed: {e.message}",
+                    position=where,
+                    offset=base_offset,
+                ) from None
+            args = (
+                count,
+                base_offset,
+                base_ts,
+                max_ts,
+                attributes,
+                base_sequence,
+                producer_id,
+                producer_epoch,
+                leader_epoch,
+                lo,
+                hi,
+            )
+            kernels = self._kernels
+            while True:
+                r = kernels.decode_records_v2(b.sink, data, *args)
+                if r[0] != A.NEED_SPACE:
+                    break
+                b.grow(r[2], r[3])
+            if r[0] == A.ERROR:
+                ctx = Context("v2", data, batch_position=where, batch_offset=base_offset)
+                raise kernel_error(r, ctx)
+            return pos + 12 + length
+        offset, size = _ENTRY.unpack_from(view, pos)
+        attributes = view[pos + 17]
+        ts = _I64.unpack_from(view, pos + 18)[0] if magic == 1 else -1
+        value_pos, value_len = result[3], result[4]
+        try:
+            data = decompress(
+                attributes & 0x07,
+                view[value_pos : value_pos + value_len],
+                magic=magic,
+                max_size=max_size,
+            )
+        except CorruptRecordError as e:
+            raise CorruptRecordError(
+                f"Compressed message set of the wrapper at position {where} cannot be "
+                f"decompressed: {e.message}",
+                position=where,
+                offset=offset,
+            ) from None
+        kernels = self._kernels
+        while True:
+            r = kernels.decode_legacy_set(
+                b.sink, data, offset, magic, attributes, ts, lo, hi, flags
+            )
+            if r[0] != A.NEED_SPACE:
+                break
+            b.grow(r[2], r[3])
+        if r[0] == A.ERROR:
+            ctx = Context("legacy", data, batch_position=where, batch_offset=offset)
+            raise kernel_error(r, ctx)
+        return pos + 12 + size
+
+
+def _too_big(full: _ChunkFull, single: bool) -> ValueError:
+    hint = "; use iter_record_batches() to get it in chunks" if single else ""
+    return ValueError(f"the {full} of one chunk would pass Arrow's 2 GiB binary limit{hint}")
+
+
+def _check_crcs(b: _Buffers, view: memoryview, position_base: int) -> None:
+    """CRC-32C of the v2 batches the kernel walked since the last check (at most about
+    CRC_WINDOW bytes, so still in the CPU cache), in order."""
+    n = int(b.state[A.ST_ENTRIES])
+    if not n:
+        return
+    entries = b.arrays[A.ENTRIES][: 3 * n].tolist()
+    b.state[A.ST_ENTRIES] = b.state[A.ST_PENDING_BYTES] = 0
+    for pos, end, stored in zip(entries[::3], entries[1::3], entries[2::3]):
+        if crc32c(view[pos + 21 : end]) != stored:
+            raise CorruptRecordError(
+                f"Record is corrupt (stored crc = {stored}, computed crc = "
+                f"{crc32c(view[pos + 21 : end])})",
+                position=position_base + pos,
+                offset=_I64.unpack_from(view, pos)[0],
+            )

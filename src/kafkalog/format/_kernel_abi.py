@@ -1,0 +1,130 @@
+"""The contract between the columnar driver and its two kernel twins (pure and compiled).
+
+Both ``_pure_kernels`` and the C extension ``_speedups`` export the same functions and must
+return the same tuples for the same input; the C file repeats these numbers as ``#define``\\ s and
+exports them so a test can check that the two agree.
+
+A *sink* is the set of growable numpy output arrays, in the slot order below; a kernel appends
+records to it and keeps its fill levels in the ``STATE`` array. Every kernel returns
+``(status, pos, code, a, b, c, entry_pos)``: ``status`` says why it stopped, ``pos`` where (an
+entry start, or an error's byte position), ``code`` and ``a``..``c`` an error's rule and values
+(or which buffer needs to grow, and to what), ``entry_pos`` the entry being read. Kernels never
+raise for bad bytes and never format messages: the driver turns codes into kafkalog's
+exceptions, so both twins raise identical errors.
+"""
+
+from __future__ import annotations
+
+ABI_VERSION = 1
+
+# -- output slots (sink arrays, in this order) ---------------------------------------------------
+OFFSET = 0  # int64[R]
+TIMESTAMP = 1  # int64[R]
+TIMESTAMP_TYPE = 2  # int32[R]
+KEY_OFFSETS = 3  # int32[R + 1], Arrow binary offsets
+KEY_VALID = 4  # uint8[R]
+KEY_DATA = 5  # uint8[...]
+VALUE_OFFSETS = 6  # int32[R + 1]
+VALUE_VALID = 7  # uint8[R]
+VALUE_DATA = 8  # uint8[...]
+HEADER_OFFSETS = 9  # int32[R + 1], Arrow list offsets into the header rows
+HKEY_OFFSETS = 10  # int32[H + 1]
+HKEY_DATA = 11  # uint8[...]
+HVAL_OFFSETS = 12  # int32[H + 1]
+HVAL_VALID = 13  # uint8[H]
+HVAL_DATA = 14  # uint8[...]
+PRODUCER_ID = 15  # int64[R]
+PRODUCER_EPOCH = 16  # int16[R]
+SEQUENCE = 17  # int32[R]
+IS_TRANSACTIONAL = 18  # uint8[R]
+IS_CONTROL = 19  # uint8[R]
+PARTITION_LEADER_EPOCH = 20  # int32[R]
+STATE = 21  # int64[8], fill levels below
+ENTRIES = 22  # int64[3 * E]: (position, end, stored CRC) of v2 batches the driver must CRC-check
+NUM_SLOTS = 23
+
+# -- STATE indexes --------------------------------------------------------------------------------
+ST_ROWS = 0
+ST_KEY_BYTES = 1
+ST_VALUE_BYTES = 2
+ST_HEADERS = 3
+ST_HKEY_BYTES = 4
+ST_HVAL_BYTES = 5
+ST_ENTRIES = 6
+ST_PENDING_BYTES = 7  # bytes of those batches: past CRC_WINDOW the kernel returns
+STATE_SIZE = 8
+# The driver checks CRCs every CRC_WINDOW bytes of batches, while they are still in the CPU cache.
+CRC_WINDOW = 1 << 20
+
+# -- statuses ------------------------------------------------------------------------------------
+END = 0  # reached the end of the buffer or a partial trailing entry (at pos)
+DECOMPRESS = 1  # the entry at pos is compressed: the driver decompresses it (a..c: see driver)
+ROWS_FULL = 2  # max_rows reached before the entry at pos
+NEED_SPACE = 3  # buffer group ``code`` must hold at least ``a`` (restart at pos)
+RANGE_END = 4  # the entry at pos starts at or after end_offset
+ENTRIES_FULL = 5  # the pending-CRC table is full (or past CRC_WINDOW) before the entry at pos
+ERROR = 6  # bad bytes: rule ``code`` with values a..c at byte pos, in the entry at entry_pos
+
+# -- NEED_SPACE buffer groups --------------------------------------------------------------------
+GROW_ROWS = 0
+GROW_KEY_DATA = 1
+GROW_VALUE_DATA = 2
+GROW_HEADERS = 3
+GROW_HKEY_DATA = 4
+GROW_HVAL_DATA = 5
+
+# -- decode flags ---------------------------------------------------------------------------------
+FLAG_VALIDATE_CRC = 1
+FLAG_KEEP_CONTROL = 2
+
+# -- error rules (a, b, c are the values each message needs) -------------------------------------
+E_ENTRY_SIZE = 1  # a=size, b=offset
+E_MAGIC = 2  # a=magic, b=offset
+E_BATCH_SIZE = 3  # a=batch size, b=offset
+E_COUNT_NEGATIVE = 4  # a=count
+E_COUNT_TOO_LARGE = 5  # a=count, b=bytes of records
+E_VARINT_EOF = 6  # a=field
+E_VARINT_LONG = 7  # a=field, b=max bytes
+E_RECORD_SIZE_OVERRUN = 8  # a=length, b=bytes left
+E_RECORD_SIZE_SMALL = 9  # a=length
+E_KEY_OVERRUN = 10  # a=size, b=bytes left
+E_VALUE_OVERRUN = 11  # a=size, b=bytes left
+E_HEADERS_NEGATIVE = 12  # a=count
+E_HEADERS_TOO_MANY = 13  # a=count, b=bytes left
+E_HKEY_SIZE = 14  # a=size
+E_HVAL_OVERRUN = 15  # a=size
+E_RECORD_PAYLOAD = 16  # a=length, b=bytes read
+E_RECORDS_REMAINING = 17  # a=bytes left, b=count
+E_CRC = 18  # a=stored, b=computed (legacy messages; the offset is read at pos)
+E_LEGACY_MSG_SIZE = 19  # a=size, b=magic
+E_LEGACY_OVERRUN = 20  # a=field (0 key, 1 value), b=size, c=bytes left
+E_LEGACY_CODEC = 21  # a=codec, b=magic
+E_LEGACY_NULL_WRAPPER = 22  # a=magic
+E_INNER_STRAY = 23  # a=bytes left
+E_INNER_SIZE = 24  # a=byte offset in the set, b=size, c=bytes left
+E_INNER_MAGIC = 25  # a=inner magic, b=wrapper magic
+E_INNER_NESTED = 26
+E_INNER_EMPTY = 27
+E_WRAPPER_OFFSET = 28  # a=wrapper offset, b=last inner offset
+
+# Varint fields named in E_VARINT_* messages, by index (record.py's words).
+VARINT_FIELDS = (
+    "record length",
+    "timestamp delta",
+    "offset delta",
+    "key length",
+    "value length",
+    "header count",
+    "header key length",
+    "header value length",
+)
+F_RECORD_LENGTH, F_TIMESTAMP_DELTA, F_OFFSET_DELTA, F_KEY_LENGTH = 0, 1, 2, 3
+F_VALUE_LENGTH, F_HEADER_COUNT, F_HKEY_LENGTH, F_HVAL_LENGTH = 4, 5, 6, 7
+
+# -- encode: per-batch plan columns (int64[5 * B]) -----------------------------------------------
+PLAN_START = 0  # first row of the batch
+PLAN_COUNT = 1  # rows in the batch
+PLAN_BYTES = 2  # size of its (uncompressed) records section
+PLAN_FIRST_TS = 3  # first record's timestamp: the batch's baseTimestamp
+PLAN_MAX_TS = 4  # its max timestamp
+PLAN_WIDTH = 5

@@ -1,0 +1,583 @@
+"""Pure-Python reference kernels of the columnar fast path (the compiled twin is ``_speedups.c``).
+
+Same functions, arguments, results and error codes as the C kernels (see ``_kernel_abi``): the
+differential tests hold them to identical arrays and identical errors. They follow record.py's and
+legacy.py's checks in the same order, but append into the sink's numpy arrays (through
+memoryviews) instead of building Record objects. Integer overflow wraps to int64/int32 as the C
+kernel (and Java) does, so hostile bytes give the same columns on both paths. Legacy CRC-32 is
+``zlib.crc32``; v2 CRC-32C stays with the driver (the ``crc32c`` package) on both paths.
+"""
+
+from __future__ import annotations
+
+import zlib
+from array import array
+
+from . import _kernel_abi as A
+from ._pure_encode import Source, encode_plan, encode_records
+
+__all__ = [
+    "ABI_VERSION",
+    "IMPLEMENTATION",
+    "Sink",
+    "Source",
+    "decode_entries",
+    "decode_legacy_set",
+    "decode_records_v2",
+    "encode_plan",
+    "encode_records",
+]
+
+IMPLEMENTATION = "pure"
+ABI_VERSION = A.ABI_VERSION
+
+_M64 = 0xFFFFFFFFFFFFFFFF
+_I32_MAX = (1 << 31) - 1
+
+
+def _wrap64(x: int) -> int:
+    if -(1 << 63) <= x < (1 << 63):
+        return x
+    return ((x + (1 << 63)) & _M64) - (1 << 63)
+
+
+def _wrap32(x: int) -> int:
+    if -(1 << 31) <= x < (1 << 31):
+        return x
+    return ((x + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
+
+
+def _be(buf, pos: int, n: int, signed: bool = True) -> int:
+    return int.from_bytes(buf[pos : pos + n], "big", signed=signed)
+
+
+class Sink:
+    """Memoryviews over the driver's output arrays (built once per set of arrays)."""
+
+    __slots__ = ("arrays", "views")
+
+    def __init__(self, arrays: tuple) -> None:
+        if len(arrays) != A.NUM_SLOTS:
+            raise ValueError(f"a sink needs {A.NUM_SLOTS} arrays, not {len(arrays)}")
+        self.arrays = arrays
+        self.views = [_canonical(memoryview(a)) for a in arrays]
+
+
+def _canonical(view: memoryview) -> memoryview:
+    """The view with array.array's format letters, so slices can be assigned from arrays."""
+    return view.cast("B").cast(_FORMATS[view.itemsize]) if view.itemsize > 1 else view.cast("B")
+
+
+_FORMATS = {8: "q", 4: "i", 2: "h"}
+
+
+class _Fail(Exception):
+    """Internal: carries a kernel result tuple out of nested helpers."""
+
+    def __init__(self, result: tuple) -> None:
+        self.result = result
+
+
+def _err(code: int, pos: int, a: int = 0, b: int = 0, c: int = 0) -> _Fail:
+    return _Fail((A.ERROR, pos, code, a, b, c, -1))
+
+
+def _grow(group: int, need: int) -> _Fail:
+    return _Fail((A.NEED_SPACE, -1, group, need, 0, 0, -1))
+
+
+def _varint(buf, pos: int, end: int, max_bytes: int, field: int) -> tuple[int, int]:
+    raw = 0
+    shift = 0
+    start = pos
+    while True:
+        if pos >= end:
+            raise _err(A.E_VARINT_EOF, start, field)
+        b = buf[pos]
+        pos += 1
+        raw |= (b & 0x7F) << shift
+        if b < 0x80:
+            break
+        shift += 7
+        if pos - start >= max_bytes:
+            raise _err(A.E_VARINT_LONG, start, field, max_bytes)
+    raw &= 0xFFFFFFFF if max_bytes == 5 else _M64
+    return (raw >> 1) ^ -(raw & 1), pos
+
+
+def _read32(buf, pos: int, end: int, field: int) -> tuple[int, int]:
+    if pos < end:
+        b = buf[pos]
+        if b < 0x80:
+            return (b >> 1) ^ -(b & 1), pos + 1
+    return _varint(buf, pos, end, 5, field)
+
+
+def _sequence(base_sequence: int, delta: int) -> int:
+    if base_sequence < 0:
+        return -1
+    if base_sequence > _I32_MAX - delta:
+        return _wrap32(delta - (_I32_MAX - base_sequence) - 1)
+    return _wrap32(base_sequence + delta)
+
+
+def _records_v2(
+    sink: Sink,
+    buf,
+    start: int,
+    end: int,
+    count: int,
+    base_offset: int,
+    base_ts: int,
+    max_ts: int,
+    attributes: int,
+    base_sequence: int,
+    producer_id: int,
+    producer_epoch: int,
+    leader_epoch: int,
+    start_offset: int,
+    end_offset: int,
+) -> None:
+    """Append the ``count`` records of ``buf[start:end]``; raise _Fail on bad bytes or no room.
+
+    Columns are gathered in lists for the whole batch and written with one slice assignment
+    each, after every check passed (the sink is untouched when this raises)."""
+    v = sink.views
+    st = v[A.STATE]
+    if count * 7 > end - start:
+        raise _err(A.E_COUNT_TOO_LARGE, start, count, end - start)
+    n = st[A.ST_ROWS]
+    if n + count > len(v[A.OFFSET]):
+        raise _grow(A.GROW_ROWS, n + count)
+    ku, vu = st[A.ST_KEY_BYTES], st[A.ST_VALUE_BYTES]
+    nh, hku, hvu = st[A.ST_HEADERS], st[A.ST_HKEY_BYTES], st[A.ST_HVAL_BYTES]
+    log_append = bool(attributes & 0x08)
+    offsets, stamps, sequences = [], [], []
+    k_valid, k_ends, v_valid, v_ends, h_ends = [], [], [], [], []
+    k_parts, v_parts = [], []
+    hk_ends, hv_valid, hv_ends, hk_parts, hv_parts = [], [], [], [], []
+    pos = start
+    for _ in range(count):
+        record_start = pos
+        b = buf[pos] if pos < end else 0x80
+        if b < 0x80:
+            length, pos = (b >> 1) ^ -(b & 1), pos + 1
+        else:
+            length, pos = _varint(buf, pos, end, 5, A.F_RECORD_LENGTH)
+        body_end = pos + length
+        if length < 0 or body_end > end:
+            raise _err(A.E_RECORD_SIZE_OVERRUN, record_start, length, end - pos)
+        if length < 6:
+            raise _err(A.E_RECORD_SIZE_SMALL, record_start, length)
+        b = buf[pos + 1]  # after the (unused) attributes byte
+        if b < 0x80:
+            ts_delta, pos = (b >> 1) ^ -(b & 1), pos + 2
+        else:
+            ts_delta, pos = _varint(buf, pos + 1, body_end, 10, A.F_TIMESTAMP_DELTA)
+        offset_delta, pos = _read32(buf, pos, body_end, A.F_OFFSET_DELTA)
+        k_len, pos = _read32(buf, pos, body_end, A.F_KEY_LENGTH)
+        k_pos = pos
+        if k_len >= 0:  # Kafka reads any negative size as null
+            if pos + k_len > body_end:
+                raise _err(A.E_KEY_OVERRUN, pos, k_len, body_end - pos)
+            pos += k_len
+        v_len, pos = _read32(buf, pos, body_end, A.F_VALUE_LENGTH)
+        v_pos = pos
+        if v_len >= 0:
+            if pos + v_len > body_end:
+                raise _err(A.E_VALUE_OVERRUN, pos, v_len, body_end - pos)
+            pos += v_len
+        h_count, pos = _read32(buf, pos, body_end, A.F_HEADER_COUNT)
+        if h_count < 0:
+            raise _err(A.E_HEADERS_NEGATIVE, pos, h_count)
+        offset = _wrap64(base_offset + offset_delta)
+        keep = start_offset <= offset < end_offset
+        if h_count:
+            if h_count * 2 > body_end - pos:
+                raise _err(A.E_HEADERS_TOO_MANY, pos, h_count, body_end - pos)
+            for _ in range(h_count):
+                hk_len, pos = _read32(buf, pos, body_end, A.F_HKEY_LENGTH)
+                if hk_len < 0 or pos + hk_len > body_end:
+                    raise _err(A.E_HKEY_SIZE, pos, hk_len)
+                key = buf[pos : pos + hk_len]
+                pos += hk_len
+                hv_len, pos = _read32(buf, pos, body_end, A.F_HVAL_LENGTH)
+                if hv_len >= 0:
+                    if pos + hv_len > body_end:
+                        raise _err(A.E_HVAL_OVERRUN, pos, hv_len)
+                    value = buf[pos : pos + hv_len]
+                    pos += hv_len
+                if keep:
+                    try:
+                        str(key, "utf-8")
+                    except UnicodeDecodeError:  # as Kafka's new String(bytes, UTF_8)
+                        key = str(key, "utf-8", "replace").encode()
+                    hku += len(key)
+                    hk_parts.append(key)
+                    hk_ends.append(hku)
+                    if hv_len >= 0:
+                        hvu += hv_len
+                        hv_parts.append(value)
+                    hv_valid.append(1 if hv_len >= 0 else 0)
+                    hv_ends.append(hvu)
+                    nh += 1
+        if pos != body_end:
+            raise _err(A.E_RECORD_PAYLOAD, record_start, length, pos - (body_end - length))
+        if not keep:
+            continue
+        if k_len >= 0:
+            k_parts.append(buf[k_pos : k_pos + k_len])
+            ku += k_len
+        k_valid.append(1 if k_len >= 0 else 0)
+        k_ends.append(ku)
+        if v_len >= 0:
+            v_parts.append(buf[v_pos : v_pos + v_len])
+            vu += v_len
+        v_valid.append(1 if v_len >= 0 else 0)
+        v_ends.append(vu)
+        h_ends.append(nh)
+        offsets.append(offset)
+        stamps.append(max_ts if log_append else _wrap64(base_ts + ts_delta))
+        sequences.append(_sequence(base_sequence, offset_delta))
+    if pos != end:
+        raise _err(A.E_RECORDS_REMAINING, pos, end - pos, count)
+    # Room for everything gathered? (The driver grows and calls again if not.)
+    if nh > len(v[A.HVAL_VALID]):
+        raise _grow(A.GROW_HEADERS, nh)
+    for group, slot, used in (
+        (A.GROW_KEY_DATA, A.KEY_DATA, ku),
+        (A.GROW_VALUE_DATA, A.VALUE_DATA, vu),
+        (A.GROW_HKEY_DATA, A.HKEY_DATA, hku),
+        (A.GROW_HVAL_DATA, A.HVAL_DATA, hvu),
+    ):
+        if used > len(v[slot]):
+            raise _grow(group, used)
+    m = len(offsets)
+    _put(v, A.OFFSET, n, "q", offsets)
+    _put(v, A.TIMESTAMP, n, "q", stamps)
+    _put(v, A.TIMESTAMP_TYPE, n, "i", [1 if log_append else 0] * m)
+    _put(v, A.KEY_VALID, n, "B", k_valid)
+    _put(v, A.KEY_OFFSETS, n + 1, "i", k_ends)
+    _put(v, A.VALUE_VALID, n, "B", v_valid)
+    _put(v, A.VALUE_OFFSETS, n + 1, "i", v_ends)
+    _put(v, A.HEADER_OFFSETS, n + 1, "i", h_ends)
+    _put(v, A.PRODUCER_ID, n, "q", [producer_id] * m)
+    _put(v, A.PRODUCER_EPOCH, n, "h", [producer_epoch] * m)
+    _put(v, A.SEQUENCE, n, "i", sequences)
+    _put(v, A.IS_TRANSACTIONAL, n, "B", [1 if attributes & 0x10 else 0] * m)
+    _put(v, A.IS_CONTROL, n, "B", [1 if attributes & 0x20 else 0] * m)
+    _put(v, A.PARTITION_LEADER_EPOCH, n, "i", [leader_epoch] * m)
+    h0 = st[A.ST_HEADERS]
+    _put(v, A.HKEY_OFFSETS, h0 + 1, "i", hk_ends)
+    _put(v, A.HVAL_OFFSETS, h0 + 1, "i", hv_ends)
+    _put(v, A.HVAL_VALID, h0, "B", hv_valid)
+    for slot, parts, used0 in (
+        (A.KEY_DATA, k_parts, st[A.ST_KEY_BYTES]),
+        (A.VALUE_DATA, v_parts, st[A.ST_VALUE_BYTES]),
+        (A.HKEY_DATA, hk_parts, st[A.ST_HKEY_BYTES]),
+        (A.HVAL_DATA, hv_parts, st[A.ST_HVAL_BYTES]),
+    ):
+        data = b"".join(parts)
+        v[slot][used0 : used0 + len(data)] = data
+    st[A.ST_ROWS] = n + m
+    st[A.ST_KEY_BYTES], st[A.ST_VALUE_BYTES] = ku, vu
+    st[A.ST_HEADERS], st[A.ST_HKEY_BYTES], st[A.ST_HVAL_BYTES] = nh, hku, hvu
+
+
+def _put(views, slot: int, at: int, code: str, items: list) -> None:
+    if items:
+        views[slot][at : at + len(items)] = array(code, items)
+
+
+def _legacy_key_value(buf, pos: int, end: int, magic: int) -> tuple[int, int, int, int]:
+    """``(key_pos, key_len, value_pos, value_len)`` of the message whose entry starts at ``pos``."""
+    p = pos + 12 + (14 if magic == 0 else 22) - 8
+    out = []
+    for field in (0, 1):
+        length = _be(buf, p, 4)
+        p += 4
+        if length < 0:  # any negative size is null, as LegacyRecord reads it
+            out += (p, -1)
+        else:
+            remaining = end - p - (4 if field == 0 else 0)
+            if length > remaining:
+                raise _err(A.E_LEGACY_OVERRUN, pos, field, length, remaining)
+            out += (p, length)
+            p += length
+    return out[0], out[1], out[2], out[3]
+
+
+def _legacy_row(
+    sink: Sink, buf, pos: int, end: int, offset: int, timestamp: int, ts_type: int, magic: int
+) -> None:
+    v = sink.views
+    st = v[A.STATE]
+    n, ku, vu = st[A.ST_ROWS], st[A.ST_KEY_BYTES], st[A.ST_VALUE_BYTES]
+    k_pos, k_len, v_pos, v_len = _legacy_key_value(buf, pos, end, magic)
+    if n + 1 > len(v[A.OFFSET]):
+        raise _grow(A.GROW_ROWS, n + 1)
+    if k_len > 0 and ku + k_len > len(v[A.KEY_DATA]):
+        raise _grow(A.GROW_KEY_DATA, ku + k_len)
+    if v_len > 0 and vu + v_len > len(v[A.VALUE_DATA]):
+        raise _grow(A.GROW_VALUE_DATA, vu + v_len)
+    if k_len >= 0:
+        v[A.KEY_DATA][ku : ku + k_len] = buf[k_pos : k_pos + k_len]
+        ku += k_len
+    if v_len >= 0:
+        v[A.VALUE_DATA][vu : vu + v_len] = buf[v_pos : v_pos + v_len]
+        vu += v_len
+    v[A.KEY_VALID][n] = 1 if k_len >= 0 else 0
+    v[A.VALUE_VALID][n] = 1 if v_len >= 0 else 0
+    v[A.KEY_OFFSETS][n + 1] = ku
+    v[A.VALUE_OFFSETS][n + 1] = vu
+    v[A.HEADER_OFFSETS][n + 1] = st[A.ST_HEADERS]
+    v[A.OFFSET][n] = offset
+    v[A.TIMESTAMP][n] = timestamp
+    v[A.TIMESTAMP_TYPE][n] = ts_type
+    v[A.PRODUCER_ID][n] = -1
+    v[A.PRODUCER_EPOCH][n] = -1
+    v[A.SEQUENCE][n] = -1
+    v[A.IS_TRANSACTIONAL][n] = 0
+    v[A.IS_CONTROL][n] = 0
+    v[A.PARTITION_LEADER_EPOCH][n] = -1
+    st[A.ST_ROWS] = n + 1
+    st[A.ST_KEY_BYTES], st[A.ST_VALUE_BYTES] = ku, vu
+
+
+def _legacy_crc(buf, pos: int, end: int) -> None:
+    stored = _be(buf, pos + 12, 4, signed=False)
+    computed = zlib.crc32(buf[pos + 16 : end]) & 0xFFFFFFFF
+    if stored != computed:
+        raise _err(A.E_CRC, pos, stored, computed)
+
+
+def _min_legacy_size(magic: int) -> int:
+    return 14 if magic == 0 else 22
+
+
+def _save(sink: Sink) -> list[int]:
+    return list(sink.views[A.STATE])
+
+
+def _restore(sink: Sink, saved: list[int]) -> None:
+    st = sink.views[A.STATE]
+    for i, x in enumerate(saved):
+        st[i] = x
+
+
+def decode_entries(
+    sink: Sink,
+    buf,
+    pos: int,
+    end: int,
+    start_offset: int,
+    end_offset: int,
+    max_rows: int,
+    flags: int,
+) -> tuple:
+    """Walk log entries from ``pos``, appending uncompressed records; stop at a status."""
+    buf = memoryview(buf).cast("B") if not isinstance(buf, memoryview) else buf
+    v = sink.views
+    st = v[A.STATE]
+    validate = flags & A.FLAG_VALIDATE_CRC
+    keep_control = flags & A.FLAG_KEEP_CONTROL
+    entries = v[A.ENTRIES]
+    while True:
+        if end - pos <= 17:
+            return (A.END, pos, 0, 0, 0, 0, pos)
+        offset = _be(buf, pos, 8)
+        size = _be(buf, pos + 8, 4)
+        if size < 14:
+            return (A.ERROR, pos, A.E_ENTRY_SIZE, size, offset, 0, pos)
+        if size > end - pos - 12:
+            return (A.END, pos, 0, 0, 0, 0, pos)
+        magic = buf[pos + 16]
+        if magic > 2:
+            return (A.ERROR, pos, A.E_MAGIC, magic, offset, 0, pos)
+        if magic == 2 and size < 49:
+            return (A.ERROR, pos, A.E_BATCH_SIZE, size + 12, offset, 0, pos)
+        if st[A.ST_ROWS] >= max_rows:
+            return (A.ROWS_FULL, pos, 0, 0, 0, 0, pos)
+        entry_end = pos + 12 + size
+        saved = _save(sink)
+        try:
+            if magic == 2:
+                if offset >= end_offset:
+                    return (A.RANGE_END, pos, 0, 0, 0, 0, pos)
+                attributes = _be(buf, pos + 21, 2)
+                last = _wrap64(offset + _be(buf, pos + 23, 4))
+                if last < start_offset or (attributes & 0x20 and not keep_control):
+                    pos = entry_end
+                    continue
+                if validate:
+                    n_ent = st[A.ST_ENTRIES]
+                    if 3 * n_ent + 3 > len(entries) or st[A.ST_PENDING_BYTES] >= A.CRC_WINDOW:
+                        return (A.ENTRIES_FULL, pos, 0, 0, 0, 0, pos)
+                    entries[3 * n_ent] = pos
+                    entries[3 * n_ent + 1] = entry_end
+                    entries[3 * n_ent + 2] = _be(buf, pos + 17, 4, signed=False)
+                    st[A.ST_ENTRIES] = n_ent + 1
+                    st[A.ST_PENDING_BYTES] += size + 12
+                count = _be(buf, pos + 57, 4)
+                if count < 0:
+                    return (A.ERROR, pos, A.E_COUNT_NEGATIVE, count, 0, 0, pos)
+                if attributes & 0x07:
+                    if count:
+                        return (A.DECOMPRESS, pos, 0, 0, 0, 0, pos)
+                    pos = entry_end
+                    continue
+                _records_v2(
+                    sink,
+                    buf,
+                    pos + 61,
+                    entry_end,
+                    count,
+                    offset,
+                    _be(buf, pos + 27, 8),
+                    _be(buf, pos + 35, 8),
+                    attributes,
+                    _be(buf, pos + 53, 4),
+                    _be(buf, pos + 43, 8),
+                    _be(buf, pos + 51, 2),
+                    _be(buf, pos + 12, 4),
+                    start_offset,
+                    end_offset,
+                )
+            else:
+                if size < _min_legacy_size(magic):
+                    return (A.ERROR, pos, A.E_LEGACY_MSG_SIZE, size, magic, 0, pos)
+                attributes = buf[pos + 17]
+                codec = attributes & 0x07
+                if codec == 0 and offset >= end_offset:
+                    return (A.RANGE_END, pos, 0, 0, 0, 0, pos)
+                if offset < start_offset:
+                    pos = entry_end
+                    continue
+                if validate:
+                    _legacy_crc(buf, pos, entry_end)
+                if magic == 0:
+                    ts, ts_type = -1, -1
+                else:
+                    ts, ts_type = _be(buf, pos + 18, 8), (1 if attributes & 0x08 else 0)
+                if codec:
+                    if codec > 3:
+                        return (A.ERROR, pos, A.E_LEGACY_CODEC, codec, magic, 0, pos)
+                    _, _, v_pos, v_len = _legacy_key_value(buf, pos, entry_end, magic)
+                    if v_len < 0:
+                        return (A.ERROR, pos, A.E_LEGACY_NULL_WRAPPER, magic, 0, 0, pos)
+                    return (A.DECOMPRESS, pos, 0, v_pos, v_len, 0, pos)
+                _legacy_row(sink, buf, pos, entry_end, offset, ts, ts_type, magic)
+        except _Fail as f:
+            status, p, code, a, b, c, _ = f.result
+            if status == A.NEED_SPACE:
+                _restore(sink, saved)
+                return (status, pos, code, a, b, c, pos)
+            return (status, p, code, a, b, c, pos)
+        pos = entry_end
+
+
+def decode_records_v2(
+    sink: Sink,
+    data,
+    count: int,
+    base_offset: int,
+    base_ts: int,
+    max_ts: int,
+    attributes: int,
+    base_sequence: int,
+    producer_id: int,
+    producer_epoch: int,
+    leader_epoch: int,
+    start_offset: int,
+    end_offset: int,
+) -> tuple:
+    """Append the records of one decompressed v2 records section (all or nothing)."""
+    data = memoryview(data).cast("B") if not isinstance(data, memoryview) else data
+    saved = _save(sink)
+    try:
+        _records_v2(
+            sink,
+            data,
+            0,
+            len(data),
+            count,
+            base_offset,
+            base_ts,
+            max_ts,
+            attributes,
+            base_sequence,
+            producer_id,
+            producer_epoch,
+            leader_epoch,
+            start_offset,
+            end_offset,
+        )
+    except _Fail as f:
+        if f.result[0] == A.NEED_SPACE:
+            _restore(sink, saved)
+        return (*f.result[:6], 0)
+    return (A.END, len(data), 0, 0, 0, 0, 0)
+
+
+def decode_legacy_set(
+    sink: Sink,
+    data,
+    wrapper_offset: int,
+    magic: int,
+    wrapper_attributes: int,
+    wrapper_ts: int,
+    start_offset: int,
+    end_offset: int,
+    flags: int,
+) -> tuple:
+    """Append the inner messages of one decompressed legacy wrapper (all or nothing)."""
+    data = memoryview(data).cast("B") if not isinstance(data, memoryview) else data
+    end = len(data)
+    pos = 0
+    inner = []
+    while pos < end:
+        if end - pos < 12:
+            return (A.ERROR, pos, A.E_INNER_STRAY, end - pos, 0, 0, 0)
+        size = _be(data, pos + 8, 4)
+        if size < 14 or pos + 12 + size > end:
+            return (A.ERROR, pos, A.E_INNER_SIZE, pos, size, end - pos - 12, 0)
+        inner_magic = data[pos + 16]
+        if inner_magic != magic:
+            return (A.ERROR, pos, A.E_INNER_MAGIC, inner_magic, magic, 0, 0)
+        if size < _min_legacy_size(magic):
+            return (A.ERROR, pos, A.E_LEGACY_MSG_SIZE, size, magic, 0, 0)
+        if data[pos + 17] & 0x07:
+            return (A.ERROR, pos, A.E_INNER_NESTED, 0, 0, 0, 0)
+        inner.append((pos, pos + 12 + size))
+        pos += 12 + size
+    if not inner:
+        return (A.ERROR, 0, A.E_INNER_EMPTY, 0, 0, 0, 0)
+    base = 0
+    if magic > 0:
+        last_inner = _be(data, inner[-1][0], 8)
+        if wrapper_offset != 0:
+            if wrapper_offset < last_inner:
+                return (A.ERROR, 0, A.E_WRAPPER_OFFSET, wrapper_offset, last_inner, 0, 0)
+            base = wrapper_offset - last_inner
+    log_append = magic > 0 and wrapper_attributes & 0x08
+    saved = _save(sink)
+    try:
+        for p, e in inner:
+            offset = _wrap64(base + _be(data, p, 8))
+            if flags & A.FLAG_VALIDATE_CRC:
+                _legacy_crc(data, p, e)
+            if magic == 0:
+                ts, ts_type = -1, -1
+            elif log_append:
+                ts, ts_type = wrapper_ts, 1
+            else:
+                ts, ts_type = _be(data, p + 18, 8), 0  # the wrapper's type (LegacyRecord)
+            if not start_offset <= offset < end_offset:
+                _legacy_key_value(data, p, e, magic)  # still checked, as the reference does
+                continue
+            _legacy_row(sink, data, p, e, offset, ts, ts_type, magic)
+    except _Fail as f:
+        if f.result[0] == A.NEED_SPACE:
+            _restore(sink, saved)
+        return (*f.result[:6], 0)
+    return (A.END, end, 0, 0, 0, 0, 0)

@@ -1,0 +1,93 @@
+"""Which kernels run: the compiled ones, unless KAFKALOG_PUREPYTHON=1 forces the pure twins.
+
+This guard fails (it does not skip) when the C extension did not build or load, so a broken build
+cannot pass CI silently on the slow path.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from fastcheck import FORCED_PURE
+
+from kafkalog.format import _columnar_decode, _columnar_encode, _kernel_abi, _pure_kernels, fast
+
+
+def test_every_facade_function_resolves_to_the_compiled_kernels():
+    if FORCED_PURE:
+        assert fast.IMPLEMENTATION == "pure"
+        assert fast.kernels is _pure_kernels
+        return
+    assert fast.LOAD_ERROR is None, fast.LOAD_ERROR
+    from kafkalog.format import _speedups
+
+    assert fast.IMPLEMENTATION == "compiled"
+    assert fast.kernels is _speedups
+    assert _columnar_decode.default_kernels is _speedups
+    assert _columnar_encode.default_kernels is _speedups
+    assert fast.ColumnarDecoder()._kernels is _speedups
+    for name in fast.KERNEL_FUNCTIONS:
+        obj = getattr(fast.kernels, name)
+        owner = getattr(obj, "__self__", None) or sys.modules[obj.__module__]
+        assert owner is _speedups, name
+
+
+def test_both_twins_export_every_kernel_function():
+    for name in fast.KERNEL_FUNCTIONS:
+        assert callable(getattr(_pure_kernels, name))
+    assert _pure_kernels.ABI_VERSION == _kernel_abi.ABI_VERSION
+
+
+def test_compiled_constants_match_the_abi():
+    if FORCED_PURE:
+        return
+    from kafkalog.format import _speedups
+
+    exported = {k: v for k, v in vars(_speedups).items() if isinstance(v, int)}
+    assert len(exported) > 10
+    for name, value in exported.items():
+        assert getattr(_kernel_abi, name) == value, name
+
+
+BLOCKED = """
+import sys, warnings
+class Block:
+    def find_spec(self, name, path=None, target=None):
+        if name == "kafkalog.format._speedups":
+            raise ImportError("blocked for the test")
+sys.meta_path.insert(0, Block())
+warnings.simplefilter("always")
+from kafkalog.format import fast
+from kafkalog.format import MemoryRecordsBuilder
+import kafkalog.format._kernels as k2
+b = MemoryRecordsBuilder()
+b.append(timestamp=1, key=b"k", value=b"v")
+print(fast.IMPLEMENTATION, fast.decode_columnar(b.build()).num_rows)
+"""
+
+
+def test_without_the_extension_kafkalog_runs_pure_and_says_so_once():
+    env = {"PATH": "/usr/bin:/bin", "PYTHONWARNINGS": "default"}
+    res = subprocess.run(
+        [sys.executable, "-c", BLOCKED], capture_output=True, text=True, env=env, check=True
+    )
+    assert res.stdout.split() == ["pure", "1"]
+    assert res.stderr.count("the compiled kernels did not load") == 1
+    assert "using the pure-Python kernels" in res.stderr
+
+
+def test_compiled_crc32_is_zlibs_at_every_length_and_alignment():
+    if FORCED_PURE:
+        return
+    import random
+    import zlib
+
+    from kafkalog.format import _speedups
+
+    rng = random.Random(7)
+    data = rng.randbytes(5000)
+    for n in [*range(0, 300), 1023, 1024, 4095, 4999]:
+        for start in (0, 1, 3, 8):
+            piece = data[start : start + n]
+            assert _speedups.crc32(piece) == zlib.crc32(piece), (n, start)

@@ -1,0 +1,198 @@
+"""Targeted behaviours of the columnar decode, checked on both kernel twins."""
+
+from __future__ import annotations
+
+import itertools
+import struct
+
+import numpy as np
+import pytest
+from fastcheck import TWINS, columnar_outcome, control_batch, reference_outcome, twin
+
+from kafkalog.errors import CorruptRecordError, InvalidRecordError
+from kafkalog.format import MemoryRecordsBuilder, TimestampType, fast
+from kafkalog.format.batch import encode_batch_header
+from kafkalog.format.varint import encode_varint
+
+
+def v2_batch(records: bytes, count: int, **fields) -> bytes:
+    return encode_batch_header(
+        base_offset=fields.get("base_offset", 0),
+        length=49 + len(records),
+        attributes=fields.get("attributes", 0),
+        last_offset_delta=max(0, count - 1),
+        base_timestamp=100,
+        max_timestamp=200,
+        records_count=count,
+        records=records,
+    )
+
+
+def raw_record(body: bytes) -> bytes:
+    return encode_varint(len(body)) + body
+
+
+def decode(buf, name, **options):
+    return fast.ColumnarDecoder(kernels=twin(name)).decode(buf, **options)
+
+
+@pytest.mark.parametrize("name", TWINS)
+def test_header_keys_decode_like_kafka_new_string_utf8(name):
+    """Invalid UTF-8 in a header key becomes U+FFFD exactly where Python's "replace" puts it."""
+    pieces = [
+        b"a",
+        b"\x80",
+        b"\xc2",
+        b"\xc2\xa9",
+        b"\xe0\xa0",
+        b"\xed\xa0\x80",
+        b"\xf0\x90\x80",
+        b"\xf4\x90",
+        b"\xff",
+        b"\xe2\x82\xac",
+        b"\xf0\x9f\x98\x80",
+        b"\xc0\xaf",
+    ]
+    keys = [a + b for a, b in itertools.product(pieces, repeat=2)] + [p * 3 for p in pieces]
+    records = b""
+    for i, key in enumerate(keys):
+        body = b"\x00\x00" + encode_varint(i) + b"\x01\x01\x02"
+        body += encode_varint(len(key)) + key + b"\x01"
+        records += raw_record(body)
+    rb = decode(v2_batch(records, len(keys)), name)
+    got = [h[0]["key"] for h in rb.column("headers").to_pylist()]
+    assert got == [k.decode("utf-8", "replace") for k in keys]
+
+
+@pytest.mark.parametrize("name", TWINS)
+@pytest.mark.parametrize(
+    "count, records",
+    [
+        (2**31 - 1, raw_record(b"\x00" * 6)),
+        (3, raw_record(b"\x00\x00\x00\x01\x01\x00") + b"\xff\xff\xff\xff\x07" + b"\x00" * 20),
+        (1, b"\xfe\xff\xff\xff\x0f" + b"\x00" * 30),  # record length 2**31 - 1
+        (1, raw_record(b"\x00\x00\x00\xfe\xff\xff\xff\x0f" + b"\x00" * 10)),  # huge key
+        (1, raw_record(b"\x00\x00\x00\x01\x01\xfe\xff\xff\xff\x0f" + b"\x00" * 10)),  # headers
+    ],
+)
+def test_hostile_counts_and_lengths_raise_before_allocating(name, count, records):
+    dec = fast.ColumnarDecoder(kernels=twin(name))
+    with pytest.raises((InvalidRecordError, CorruptRecordError)):
+        dec.decode(v2_batch(records, count))
+    held = sum(a.nbytes for a in dec._buffers.arrays)
+    assert held < 4 << 20
+
+
+@pytest.mark.parametrize("name", TWINS)
+def test_crc_validation_names_the_batch(name):
+    b = MemoryRecordsBuilder(base_offset=40)
+    b.append(timestamp=1, key=b"k", value=b"value")
+    good = b.build()
+    bad = bytearray(good * 2)
+    bad[len(good) + 70] ^= 0x01  # inside the second batch's records
+    assert decode(bytes(bad), name).num_rows == 2  # not validated: decodes
+    with pytest.raises(CorruptRecordError, match=r"Record is corrupt \(stored crc = \d+") as e:
+        decode(bytes(bad), name, validate_crc=True)
+    assert e.value.position == len(good) and e.value.offset == 40
+
+
+@pytest.mark.parametrize("name", TWINS)
+@pytest.mark.parametrize("codec", ["none", "gzip"])
+@pytest.mark.parametrize("magic", [0, 1])
+def test_legacy_crc_validation(name, codec, magic):
+    b = MemoryRecordsBuilder(magic=magic, compression=codec, base_offset=7)
+    for i in range(3):
+        b.append(timestamp=1000 + i, key=b"k", value=b"v%d" % i)
+    data = bytearray(b.build())
+    assert decode(bytes(data), name, validate_crc=True).num_rows == 3
+    data[-1] ^= 0x40
+    with pytest.raises(CorruptRecordError, match="Record is corrupt"):
+        decode(bytes(data), name, validate_crc=True)
+
+
+@pytest.mark.parametrize("name", TWINS)
+def test_timestamps_follow_kafka(name):
+    parts = []
+    for magic, ts_type in (
+        (2, TimestampType.LOG_APPEND_TIME),
+        (1, TimestampType.LOG_APPEND_TIME),
+        (0, TimestampType.CREATE_TIME),
+        (2, TimestampType.CREATE_TIME),
+    ):
+        b = MemoryRecordsBuilder(
+            magic=magic,
+            timestamp_type=ts_type,
+            log_append_time=999,
+            base_offset=len(parts) * 2,
+            compression="lz4",
+        )
+        b.append(timestamp=5, key=b"a", value=b"b")
+        b.append(timestamp=6, key=b"a", value=b"b")
+        parts.append(b.build())
+    rb = decode(b"".join(parts), name)
+    assert rb.column("timestamp").to_pylist() == [999, 999, 999, 999, -1, -1, 5, 6]
+    assert rb.column("timestampType").to_pylist() == [1, 1, 1, 1, -1, -1, 0, 0]
+
+
+@pytest.mark.parametrize("name", TWINS)
+def test_partial_tail_ends_quietly_and_empty_input_gives_the_schema(name):
+    b = MemoryRecordsBuilder()
+    b.append(timestamp=1, key=b"k", value=b"v")
+    one = b.build()
+    assert decode(one + one[:30], name).num_rows == 1
+    empty = decode(b"", name)
+    assert empty.num_rows == 0 and empty.schema == fast.SCHEMA
+
+
+@pytest.mark.parametrize("name", TWINS)
+def test_decompression_is_capped(name):
+    b = MemoryRecordsBuilder(compression="zstd")
+    b.append(timestamp=1, key=None, value=bytes(100_000))
+    with pytest.raises(CorruptRecordError, match="cannot be decompressed") as e:
+        decode(b.build(), name, max_decompressed_size=10_000)
+    assert e.value.position == 0
+
+
+@pytest.mark.parametrize("name", TWINS)
+def test_control_batches_kept_or_dropped(name):
+    b = MemoryRecordsBuilder(
+        producer_id=9, producer_epoch=1, is_transactional=True, base_sequence=3
+    )
+    b.append(timestamp=1, key=b"k", value=b"v")
+    buf = b.build() + control_batch(1)
+    rb = decode(buf, name)
+    assert rb.column("isControl").to_pylist() == [False, True]
+    assert rb.column("isTransactional").to_pylist() == [True, True]
+    assert rb.column("producerId").to_pylist() == [9, 9]
+    assert rb.column("sequence").to_pylist() == [3, -1]
+    assert decode(buf, name, keep_control=False).column("offset").to_pylist() == [0]
+
+
+@pytest.mark.parametrize("name", TWINS)
+def test_errors_carry_file_positions(name):
+    b = MemoryRecordsBuilder()
+    b.append(timestamp=1, key=b"k", value=b"v")
+    data = bytearray(b.build())
+    struct.pack_into(">i", data, 57, 5)  # count 5, one record: records still missing
+    outcome = columnar_outcome(bytes(data), twin(name), position_base=4096)
+    assert outcome[0] == "error" and outcome[3] >= 4096
+    assert columnar_outcome(bytes(data), twin(name))[:3] == reference_outcome(bytes(data))[:3]
+
+
+def test_arrays_are_zero_copy_views_of_reused_buffers():
+    b = MemoryRecordsBuilder()
+    for i in range(100):
+        b.append(timestamp=i, key=b"k%d" % i, value=b"v")
+    data = b.build()
+    dec = fast.ColumnarDecoder()
+    first = dec.decode(data)
+    buffers = dec._buffers
+    second = dec.decode(data)  # the first result is alive: new arrays
+    assert dec._buffers is not buffers
+    assert first.equals(second)
+    del first, second
+    third_buffers = dec._buffers
+    dec.decode(data)
+    assert dec._buffers is third_buffers  # nothing exported any more: reused
+    value_data = np.asarray(third_buffers.arrays[8])
+    assert value_data.nbytes >= 100

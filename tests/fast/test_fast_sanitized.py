@@ -1,0 +1,115 @@
+"""The C kernels under AddressSanitizer and UBSan: damaged logs never read or write out of bounds.
+
+Builds ``_speedups.c`` with ``-fsanitize=address,undefined`` into a temporary directory and runs a
+differential fuzz in a subprocess (libasan preloaded, ``PYTHONMALLOC=malloc`` so every buffer is
+its own allocation with red zones; inputs are copied into exactly sized numpy arrays). Any
+out-of-bounds access aborts the subprocess; any difference from the pure kernels fails the test.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+from fastcheck import FORCED_PURE
+
+SOURCE = Path(__file__).resolve().parents[2] / "src" / "kafkalog" / "format" / "_speedups.c"
+HERE = Path(__file__).resolve().parent
+
+FUZZ = r"""
+import importlib.util, random, sys
+import numpy as np
+sys.path.insert(0, HERE)
+spec = importlib.util.spec_from_file_location("asan._speedups", SO)
+asan = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(asan)
+from hypothesis import HealthCheck, given, settings, strategies as st
+from fastcheck import columnar_outcome, corrupted, logs
+from kafkalog.format import _pure_kernels, fast
+
+def exact(buf):
+    a = np.empty(len(buf), np.uint8)
+    a[:] = np.frombuffer(buf, np.uint8)
+    return memoryview(a)
+
+@given(buf=corrupted(), crc=st.booleans(), lo=st.none() | st.integers(0, 2**41))
+@settings(max_examples=EXAMPLES, deadline=None, database=None,
+          suppress_health_check=list(HealthCheck))
+def fuzz_decode(buf, crc, lo):
+    got = columnar_outcome(exact(buf), asan, validate_crc=crc, start_offset=lo)
+    assert got == columnar_outcome(buf, _pure_kernels, validate_crc=crc, start_offset=lo)
+
+@given(buf=logs(), max_rows=st.integers(1, 10))
+@settings(max_examples=EXAMPLES // 4, deadline=None, database=None,
+          suppress_health_check=list(HealthCheck))
+def fuzz_chunks(buf, max_rows):
+    chunks = list(fast.ColumnarDecoder(kernels=asan).iter_batches(exact(buf), max_rows=max_rows))
+    assert sum(c.num_rows for c in chunks) == fast.decode_columnar(buf).num_rows
+
+@given(rows=st.lists(st.tuples(st.integers(0, 2**41), st.none() | st.binary(max_size=30),
+                               st.none() | st.binary(max_size=300),
+                               st.lists(st.tuples(st.text(max_size=5),
+                                                  st.none() | st.binary(max_size=9)),
+                                        max_size=3)), min_size=1, max_size=40),
+       size=st.integers(1, 2000), codec=st.sampled_from(["none", "gzip", "lz4"]))
+@settings(max_examples=EXAMPLES // 4, deadline=None, database=None,
+          suppress_health_check=list(HealthCheck))
+def fuzz_encode(rows, size, codec):
+    cols = ([r[1] for r in rows], [r[2] for r in rows], [r[0] for r in rows], [r[3] for r in rows])
+    a = fast.encode_columnar(*cols, batch_bytes=size, compression=codec, kernels=asan)
+    assert a == fast.encode_columnar(*cols, batch_bytes=size, compression=codec,
+                                     kernels=_pure_kernels)
+
+fuzz_decode()
+fuzz_chunks()
+fuzz_encode()
+print("fuzzed clean")
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(FORCED_PURE, reason="the compiled kernels' own check")
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc")
+def test_compiled_kernels_fuzz_clean_under_asan_and_ubsan(tmp_path):
+    libasan = subprocess.run(
+        ["gcc", "-print-file-name=libasan.so"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    if not os.path.exists(libasan):
+        pytest.skip("libasan not installed")
+    so = tmp_path / ("_speedups" + sysconfig.get_config_var("EXT_SUFFIX"))
+    subprocess.run(
+        [
+            "gcc",
+            "-shared",
+            "-fPIC",
+            "-O1",
+            "-g",
+            "-fno-omit-frame-pointer",
+            "-fsanitize=address,undefined",
+            "-fno-sanitize-recover=undefined",
+            f"-I{sysconfig.get_paths()['include']}",
+            str(SOURCE),
+            "-o",
+            str(so),
+        ],
+        check=True,
+    )
+    script = FUZZ.replace("HERE", repr(str(HERE))).replace("SO", repr(str(so)))
+    script = script.replace("EXAMPLES", "400")
+    env = dict(
+        os.environ,
+        LD_PRELOAD=libasan,
+        PYTHONMALLOC="malloc",
+        ASAN_OPTIONS="detect_leaks=0:abort_on_error=1",
+        UBSAN_OPTIONS="print_stacktrace=1",
+    )
+    res = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=900
+    )
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-5000:]
+    assert "fuzzed clean" in res.stdout
