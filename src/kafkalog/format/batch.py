@@ -85,6 +85,11 @@ class RecordBatch:
 
     # -- header fields ---------------------------------------------------------------------------
     @property
+    def buffer(self) -> memoryview:
+        """The batch's bytes (a view, not a copy)."""
+        return self._buf
+
+    @property
     def base_offset(self) -> int:
         return _I64.unpack_from(self._buf, 0)[0]
 
