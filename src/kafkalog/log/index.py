@@ -48,6 +48,16 @@ _INT32_MAX = 2**31 - 1
 _SCAN_CHUNK_ENTRIES = 8192
 
 
+class _IndexCopy(bytes):
+    """A read-only index's bytes held in memory, with the two calls made on a memory map."""
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
 class AbstractIndex(abc.ABC):
     """Entry-format-agnostic index over a memory map: open, search, resize, trim, close."""
 
@@ -77,6 +87,10 @@ class AbstractIndex(abc.ABC):
         self._entries = 0 if newly_created else self._max_entries
         if skip_zero_tail:
             self._entries = self.count_valid_entries()
+            if not writable and self._mmap is not None:
+                # Keep only the entries: an untrimmed file is mostly preallocated zeros.
+                kept = self._entries * self.ENTRY_SIZE
+                self._mmap = _IndexCopy(self._mmap[:kept]) if kept else None
         self._load_last_entry()
 
     # -- opening ------------------------------------------------------------------------------
@@ -107,11 +121,15 @@ class AbstractIndex(abc.ABC):
                 os.close(fd)
         return newly_created
 
-    def _mmap_fd(self, fd: int, length: int) -> mmap.mmap | None:
+    def _mmap_fd(self, fd: int, length: int) -> mmap.mmap | _IndexCopy | None:
         if length == 0:  # mmap refuses empty files; an empty index has nothing to map
             return None
-        access = mmap.ACCESS_WRITE if self._writable else mmap.ACCESS_READ
-        return mmap.mmap(fd, length, access=access)
+        if not self._writable:
+            # A read-only index gets a private copy, not a map: a live broker (or kafkalog
+            # writer) shrinks the file when it trims the index at roll, and touching a mapped
+            # page past the new end kills the reading process (SIGBUS).
+            return _IndexCopy(os.pread(fd, length, 0))
+        return mmap.mmap(fd, length, access=mmap.ACCESS_WRITE)
 
     def _round_down(self, size: int) -> int:
         return self.ENTRY_SIZE * (size // self.ENTRY_SIZE)
