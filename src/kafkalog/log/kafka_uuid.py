@@ -11,6 +11,8 @@ import base64
 import re
 import uuid
 
+from ..format.internal.result import uuid_to_kafka_string
+
 __all__ = [
     "METADATA_TOPIC_ID",
     "ONE_UUID",
@@ -26,11 +28,6 @@ METADATA_TOPIC_ID = ONE_UUID  # the __cluster_metadata topic's id
 # 16 bytes are 22 base64 characters (the last carries 4 unused bits); Java's decoder also takes
 # the padded form.
 _KAFKA_UUID = re.compile(r"[A-Za-z0-9_-]{22}(?:==)?")
-
-
-def uuid_to_kafka_string(value: uuid.UUID) -> str:
-    """Kafka's Uuid.toString()."""
-    return base64.urlsafe_b64encode(value.bytes).rstrip(b"=").decode("ascii")
 
 
 def uuid_from_kafka_string(text: str) -> uuid.UUID:
