@@ -1,0 +1,110 @@
+"""Progress bars for long command-line work: on stderr, only for people, never in piped output.
+
+A bar appears when the work reads more than ``THRESHOLD_BYTES``, stderr is a terminal and the
+user did not pass ``--quiet``; otherwise the tracker only counts. Standard output is identical
+either way, so scripts that parse it never see a difference.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from types import TracebackType
+from typing import TextIO
+
+THRESHOLD_BYTES = 64 * 1024 * 1024
+
+
+def add_quiet_flag(parser: argparse.ArgumentParser) -> None:
+    """Give a command the shared ``--quiet`` flag (no progress bar)."""
+    parser.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress bar on stderr (it is also off when stderr is not a terminal)",
+    )
+
+
+def total_bytes(paths: list[str]) -> int:
+    """Bytes under ``paths`` (files, or directories walked recursively); unreadable ones count 0."""
+    total = 0
+    for path in paths:
+        if os.path.isdir(path):
+            for root, _dirs, files in os.walk(path):
+                for name in files:
+                    try:
+                        total += os.path.getsize(os.path.join(root, name))
+                    except OSError:
+                        pass
+        else:
+            try:
+                total += os.path.getsize(path)
+            except OSError:
+                pass
+    return total
+
+
+class Progress:
+    """Counts bytes done out of a known total and draws a bar when a person is watching.
+
+    Use as a context manager; call ``advance(n)`` as bytes are consumed. ``shown`` says whether a
+    bar is drawn (tests check it through a pseudo-terminal).
+    """
+
+    def __init__(
+        self,
+        total: int,
+        description: str,
+        *,
+        quiet: bool = False,
+        stream: TextIO | None = None,
+        threshold: int = THRESHOLD_BYTES,
+    ) -> None:
+        self.total = total
+        self.done = 0
+        self._stream = stream if stream is not None else sys.stderr
+        forced = os.environ.get("KAFKALOG_PROGRESS") == "always"
+        self.shown = not quiet and (forced or (total > threshold and _is_terminal(self._stream)))
+        self._bar = None
+        if self.shown:
+            from tqdm import tqdm  # imported only when a bar is drawn
+
+            self._bar = tqdm(
+                total=total,
+                desc=description,
+                unit="B",
+                unit_scale=True,
+                unit_divisor=1024,
+                file=self._stream,
+                leave=False,
+                dynamic_ncols=True,
+                mininterval=0.2,
+            )
+
+    def advance(self, n: int) -> None:
+        self.done += n
+        if self._bar is not None:
+            self._bar.update(n)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
