@@ -1,0 +1,83 @@
+"""How record keys and values are shown: one named decoder per user choice, shared by every command.
+
+``dump --key-decoder/--value-decoder`` and ``consume`` use the same names, so a user learns them
+once. A decoder turns the raw bytes (``None`` for a null key or value) into something printable or
+JSON-serialisable; bytes that do not fit the chosen decoder raise ``ValueDecodeError`` naming why,
+so a command can report the offset instead of printing garbage.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Callable
+
+
+class ValueDecodeError(ValueError):
+    """Raised when bytes do not fit the chosen decoder (the caller adds file and offset)."""
+
+
+def _utf8(data: bytes) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ValueDecodeError(f"not UTF-8 (byte {e.start} is {data[e.start]:#04x})") from None
+
+
+def _hex(data: bytes) -> str:
+    return data.hex()
+
+
+def _base64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
+
+
+def _json(data: bytes) -> object:
+    try:
+        return json.loads(data)
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ValueDecodeError(f"not JSON ({e})") from None
+
+
+def _fixed_int(width: int) -> Callable[[bytes], int]:
+    def decode(data: bytes) -> int:
+        if len(data) != width:
+            raise ValueDecodeError(f"int{width * 8} needs {width} bytes, found {len(data)}")
+        return int.from_bytes(data, "big", signed=True)
+
+    return decode
+
+
+_RAW: dict[str, Callable[[bytes], object]] = {
+    "utf8": _utf8,
+    "hex": _hex,
+    "base64": _base64,
+    "json": _json,
+    "int32": _fixed_int(4),
+    "int64": _fixed_int(8),
+}
+
+
+def _null_safe(decode: Callable[[bytes], object]) -> Callable[[bytes | None], object]:
+    def run(data: bytes | None) -> object:
+        return None if data is None else decode(bytes(data))
+
+    return run
+
+
+DECODERS: dict[str, Callable[[bytes | None], object]] = {
+    name: _null_safe(fn) for name, fn in _RAW.items()
+}
+"""Decoder name -> function; ``None`` (a null key or value) always decodes to ``None``."""
+
+DECODER_NAMES: tuple[str, ...] = tuple(DECODERS)
+
+
+def decoder(name: str) -> Callable[[bytes | None], object]:
+    """The decoder called ``name``; ``ValueError`` listing the choices for an unknown name."""
+    try:
+        return DECODERS[name]
+    except KeyError:
+        raise ValueError(
+            f"unknown decoder {name!r}: choose one of {', '.join(DECODER_NAMES)}"
+        ) from None
