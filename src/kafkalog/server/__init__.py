@@ -1,0 +1,1 @@
+"""A single-node Kafka-compatible server over a kafkalog data directory (``kafkalog serve``)."""

@@ -1,0 +1,29 @@
+"""The handler contract between the connection loop and every API's implementation.
+
+A handler receives the request's context and its decoded body (a dict of Kafka's JSON field names in
+snake_case) and returns the response body as a dict; the response encoder fills any field left out
+with the schema's default, so handlers return just what they mean. Handlers never see sockets or
+bytes of the framing: that keeps coordinators and the broker's own APIs testable without a network.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+__all__ = ["Handler", "RequestContext"]
+
+
+@dataclass
+class RequestContext:
+    """Who asked and with which version: what a handler needs beyond the request body."""
+
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    client_host: str
+    connection_id: int
+
+
+Handler = Callable[[RequestContext, dict], Awaitable[dict]]
