@@ -221,6 +221,10 @@ RECORD_FIELDS = {
     "isControl",
     "controlType",
     "coordinatorEpoch",
+    "decodedKey",
+    "decodedValue",
+    "decodeError",
+    "controlData",
 }
 SUMMARY_FIELDS = {"type", "batches", "records", "validBytes", "invalidBytes", "tail", "error"}
 
@@ -228,7 +232,7 @@ SUMMARY_FIELDS = {"type", "batches", "records", "validBytes", "invalidBytes", "t
 def test_json_contract_fields_and_values(segment: Path) -> None:
     proc = run("dump", "--json", "--deep-iteration", str(segment), check_status=0)
     objs = load_json_lines(proc.stdout)
-    assert objs[0] == {"type": "file", "path": str(segment)}
+    assert objs[0] == {"type": "file", "path": str(segment), "kind": "log"}
     batches = [o for o in objs if o["type"] == "batch"]
     records = [o for o in objs if o["type"] == "record"]
     assert all(set(b) == BATCH_FIELDS for b in batches)

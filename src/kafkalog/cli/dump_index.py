@@ -1,0 +1,405 @@
+"""Dumps of a segment's other files: ``.index``, ``.timeindex``, ``.txnindex``, ``.snapshot``.
+
+Text lines and checks are kafka-dump-log's (DumpLogSegments.dumpIndex, dumpTimeIndex,
+dumpTxnIndex, dumpProducerIdSnapshot, Kafka 3.9-4.2): index entries are checked against the
+segment's ``.log`` and mismatches reported on stderr after the last file; ``--verify-index-only``
+checks without printing entries; ``--index-sanity-check`` runs only the check a broker runs at
+startup to decide whether to rebuild an index. Where kafka-dump-log would crash (a missing
+``.log``, an entry pointing past the end of the log, a corrupt snapshot's stack trace) the problem
+is reported and the dump goes on.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ..errors import CorruptIndexError, KafkalogError
+from ..format import Batch, RecordsScan
+from ..format.constants import NO_TIMESTAMP
+from ..log.offset_index import OffsetIndex
+from ..log.producer_snapshot import CorruptSnapshotError, decode_snapshot
+from ..log.producer_state_entry import ProducerStateEntry
+from ..log.time_index import TimeIndex
+from ..log.txn_index import ENTRY_SIZE as TXN_ENTRY_SIZE
+from ..log.txn_index import TransactionIndex
+from .dump_common import FileDump, open_buffer, segment_start_offset
+from .dump_log import records_of
+from .progress import Progress
+
+__all__ = [
+    "OffsetIndexDump",
+    "ProducerSnapshotDump",
+    "TimeIndexDump",
+    "TxnIndexDump",
+    "sibling",
+]
+
+LEFTOVER_SUFFIXES = (".deleted", ".cleaned", ".swap")
+
+
+def sibling(path: str, suffix: str) -> str:
+    """The segment file with ``suffix`` next to ``path`` (kafka-dump-log: the name up to its first
+    dot plus ``suffix``). For a leftover (``.index.swap``) its own leftover twin is preferred when
+    it exists (``.log.swap``), as the two belong to the same unfinished clean."""
+    directory, name = os.path.split(path)
+    stem = name.split(".", 1)[0]
+    for leftover in LEFTOVER_SUFFIXES:
+        if name.endswith(leftover):
+            twin = os.path.join(directory, stem + suffix + leftover)
+            if os.path.exists(twin):
+                return twin
+    return os.path.join(directory, stem + suffix)
+
+
+class _SegmentFileDump(FileDump):
+    """A file named by its segment's base offset; ends with an ``indexSummary`` in JSON."""
+
+    entries = 0
+
+    def base_offset(self) -> int | None:
+        base = segment_start_offset(os.path.basename(self.path))
+        if base is None:
+            self.error(KafkalogError("the file name does not start with a segment base offset"))
+        return base
+
+    def summary(self) -> None:
+        if self.options.json:
+            self.emit(
+                {
+                    "type": "indexSummary",
+                    "entries": self.entries,
+                    "error": self.errors[0].message if self.errors else None,
+                }
+            )
+
+    def mismatch(
+        self, message: str, table: dict, pair: tuple[int, int], *, position: int, offset: int
+    ) -> None:
+        """An entry that does not match the log: an ``error`` object in JSON; in text, a line of
+        kafka-dump-log's closing report."""
+        error = KafkalogError(message, position=position, offset=offset)
+        if self.options.json:
+            self.error(error)
+        else:
+            self.errors.append(error)
+            self.reports.add(table, self.path, pair)
+
+    def sanity_check(self, index: OffsetIndex | TimeIndex) -> None:
+        try:
+            index.sanity_check()
+        except CorruptIndexError as e:
+            self.error(KafkalogError(e.message))
+            return
+        if not self.options.json:
+            self.line(f"{self.path} passed sanity check.")
+
+    def trailing_bytes(self, size: int, entry_size: int) -> None:
+        extra = size % entry_size
+        if extra:
+            self.error(
+                KafkalogError(
+                    f"{extra} bytes after the last whole {entry_size}-byte entry",
+                    position=size - extra,
+                )
+            )
+
+
+def _first_batch(view: memoryview, position: int) -> tuple[Batch | None, KafkalogError | None]:
+    scan = RecordsScan(view[position:], position_base=position)
+    for batch in scan:
+        return batch, None
+    return None, scan.error
+
+
+class OffsetIndexDump(_SegmentFileDump):
+    """``.index``: ``offset: O position: P`` per entry, each checked against its ``.log``."""
+
+    def dump(self, progress: Progress) -> None:
+        base = self.base_offset()
+        if base is None:
+            return self.summary()
+        with OffsetIndex(self.path, base) as index:
+            self.entries = index.entries
+            if index.entries == 0:
+                if not self.options.json:
+                    self.line(f"{self.path} is empty.")
+            elif self.options.sanity_only:
+                self.sanity_check(index)
+            else:
+                self._entries(index, base)
+        progress.advance(os.path.getsize(self.path))
+        self.summary()
+
+    def _entries(self, index: OffsetIndex, base: int) -> None:
+        log_path = sibling(self.path, ".log")
+        if not os.path.exists(log_path):
+            self.error(KafkalogError(f"entries not checked: {log_path} does not exist"))
+            log_path = ""
+        with open_buffer(log_path) if log_path else _NoLog() as log:
+            for i in range(index.entries):
+                entry = index.entry(i)
+                # A preallocated file not trimmed after a crash: the rest is unwritten slots.
+                if entry.offset == base and i > 0:
+                    self.entries = i
+                    break
+                batch_last = None
+                if log is not None:
+                    batch_last = self._check(log, i, entry.offset, entry.position)
+                if self.options.verify_only:
+                    continue
+                if self.options.json:
+                    self.emit(
+                        {
+                            "type": "indexEntry",
+                            "entry": i,
+                            "offset": entry.offset,
+                            "position": entry.position,
+                            "batchLastOffset": batch_last,
+                        }
+                    )
+                else:
+                    self.line(f"offset: {entry.offset} position: {entry.position}")
+        self.trailing_bytes(os.path.getsize(self.path), 8)
+
+    def _check(self, log: memoryview, i: int, offset: int, position: int) -> int | None:
+        batch, problem = _first_batch(log, position)
+        limit = self.options.max_message_size
+        if batch is not None and batch.size_in_bytes > limit:
+            problem, batch = KafkalogError(f"the batch is larger than {limit} bytes"), None
+        if batch is None:
+            why = problem.message if problem is not None else "the log ends there"
+            self.error(
+                KafkalogError(
+                    f"no batch at log position {position} ({len(log)} bytes): {why}",
+                    position=i * 8,
+                    offset=offset,
+                )
+            )
+            return None
+        if batch.last_offset != offset:
+            self.mismatch(
+                f"Index offset: {offset}, log offset: {batch.last_offset}",
+                self.reports.index_mismatches,
+                (offset, batch.last_offset),
+                position=i * 8,
+                offset=offset,
+            )
+        return batch.last_offset
+
+
+class _NoLog:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+
+class TimeIndexDump(_SegmentFileDump):
+    """``.timeindex``: ``timestamp: T offset: O`` per entry, each checked against its ``.log``."""
+
+    def dump(self, progress: Progress) -> None:
+        base = self.base_offset()
+        if base is None:
+            return self.summary()
+        with TimeIndex(self.path, base) as index:
+            self.entries = index.entries
+            if self.options.sanity_only:
+                self.sanity_check(index)
+            else:
+                self._entries(index, base)
+        progress.advance(os.path.getsize(self.path))
+        self.summary()
+
+    def _entries(self, index: TimeIndex, base: int) -> None:
+        log_path = sibling(self.path, ".log")
+        offset_index = None
+        if not os.path.exists(log_path):
+            self.error(KafkalogError(f"entries not checked: {log_path} does not exist"))
+            log_path = ""
+        else:
+            index_path = sibling(self.path, ".index")
+            if os.path.exists(index_path):
+                offset_index = OffsetIndex(index_path, base, skip_zero_tail=True)
+        previous = NO_TIMESTAMP
+        try:
+            with open_buffer(log_path) if log_path else _NoLog() as log:
+                for i in range(index.entries):
+                    entry = index.entry(i)
+                    if entry.offset == base and i > 0:
+                        self.entries = i
+                        break
+                    found = None
+                    if log is not None:
+                        position = 0
+                        if offset_index is not None:
+                            position = offset_index.lookup(entry.offset).position
+                        found = self._check(log, i, entry.timestamp, entry.offset, position)
+                        if found is not None and found[0] == entry.offset:
+                            if previous >= entry.timestamp:
+                                self.mismatch(
+                                    f"Index timestamp: {entry.timestamp}, "
+                                    f"Previously indexed timestamp: {previous}",
+                                    self.reports.time_out_of_order,
+                                    (entry.timestamp, previous),
+                                    position=i * 12,
+                                    offset=entry.offset,
+                                )
+                    if not self.options.verify_only:
+                        self._entry(i, entry.timestamp, entry.offset, found)
+                    previous = entry.timestamp
+        finally:
+            if offset_index is not None:
+                offset_index.close()
+        self.trailing_bytes(os.path.getsize(self.path), 12)
+
+    def _entry(self, i: int, timestamp: int, offset: int, found: tuple | None) -> None:
+        if not self.options.json:
+            self.line(f"timestamp: {timestamp} offset: {offset}")
+            return
+        self.emit(
+            {
+                "type": "timeIndexEntry",
+                "entry": i,
+                "timestamp": timestamp,
+                "offset": offset,
+                "batchLastOffset": None if found is None else found[0],
+                "batchMaxTimestamp": None if found is None else found[1],
+            }
+        )
+
+    def _check(
+        self, log: memoryview, i: int, timestamp: int, offset: int, position: int
+    ) -> tuple[int, int | None] | None:
+        """kafka-dump-log's check: the first batch from ``position`` reaching ``offset`` must end
+        at it, and the largest record timestamp in it be the entry's. Returns (that batch's last
+        offset, its largest timestamp or None), or None when no batch reaches ``offset``."""
+        scan = RecordsScan(log[position:], position_base=position)
+        batch = next((b for b in scan if b.last_offset >= offset), None)
+        if batch is None:
+            self.mismatch(
+                f"Indexed offset: {offset}, found log offset: -1",
+                self.reports.time_not_found,
+                (offset, -1),
+                position=i * 12,
+                offset=offset,
+            )
+            return None
+        if batch.last_offset != offset:
+            self.mismatch(
+                f"Indexed offset: {offset}, found log offset: {batch.last_offset}",
+                self.reports.time_not_found,
+                (offset, batch.last_offset),
+                position=i * 12,
+                offset=offset,
+            )
+            return batch.last_offset, None
+        try:
+            max_timestamp = max((r.timestamp for r in records_of(batch)), default=NO_TIMESTAMP)
+        except KafkalogError as e:
+            self.error(e.located(position=i * 12, offset=offset))
+            return batch.last_offset, None
+        if max_timestamp != timestamp:
+            self.mismatch(
+                f"Index timestamp: {timestamp}, log timestamp: {max_timestamp}",
+                self.reports.time_mismatches,
+                (timestamp, max_timestamp),
+                position=i * 12,
+                offset=offset,
+            )
+        return batch.last_offset, max_timestamp
+
+
+class TxnIndexDump(_SegmentFileDump):
+    """``.txnindex``: one line per aborted transaction."""
+
+    def dump(self, progress: Progress) -> None:
+        base = segment_start_offset(os.path.basename(self.path))
+        with TransactionIndex(self.path, 0 if base is None else base) as index:
+            try:
+                for n, txn in enumerate(index):
+                    self.entries = n + 1
+                    if self.options.json:
+                        self.emit(
+                            {
+                                "type": "abortedTxn",
+                                "version": txn.version,
+                                "producerId": txn.producer_id,
+                                "firstOffset": txn.first_offset,
+                                "lastOffset": txn.last_offset,
+                                "lastStableOffset": txn.last_stable_offset,
+                            }
+                        )
+                    else:
+                        self.line(
+                            f"version: {txn.version} producerId: {txn.producer_id} "
+                            f"firstOffset: {txn.first_offset} lastOffset: {txn.last_offset} "
+                            f"lastStableOffset: {txn.last_stable_offset}"
+                        )
+            except CorruptIndexError as e:
+                self.error(e)
+            else:
+                self.trailing_bytes(os.path.getsize(self.path), TXN_ENTRY_SIZE)
+        progress.advance(os.path.getsize(self.path))
+        self.summary()
+
+
+class ProducerSnapshotDump(_SegmentFileDump):
+    """``.snapshot``: one line per producer, as kafka-dump-log 3.9/4.x prints it."""
+
+    def dump(self, progress: Progress) -> None:
+        with open(self.path, "rb") as f:
+            data = f.read()
+        progress.advance(len(data))
+        try:
+            entries = decode_snapshot(data, path=self.path)
+        except CorruptSnapshotError as e:
+            self.error(e)
+            entries = []
+        self.entries = len(entries)
+        for entry in entries:
+            if self.options.json:
+                self.emit(producer_entry_object(entry))
+            else:
+                self.line(producer_entry_line(entry))
+        self.summary()
+
+
+def _optional_long(value: int | None) -> str:
+    return "OptionalLong.empty" if value is None else f"OptionalLong[{value}]"
+
+
+def producer_entry_line(entry: ProducerStateEntry) -> str:
+    """kafka-dump-log's line (its space after lastTimestamp is there with or without a batch)."""
+    line = (
+        f"producerId: {entry.producer_id} producerEpoch: {entry.producer_epoch} "
+        f"coordinatorEpoch: {entry.coordinator_epoch} "
+        f"currentTxnFirstOffset: {_optional_long(entry.current_txn_first_offset)} "
+        f"lastTimestamp: {entry.last_timestamp} "
+    )
+    if entry.batch_metadata:
+        batch = entry.batch_metadata[0]
+        line += (
+            f"firstSequence: {batch.first_seq} lastSequence: {batch.last_seq} "
+            f"lastOffset: {batch.last_offset} offsetDelta: {batch.offset_delta} "
+            f"timestamp: {batch.timestamp}"
+        )
+    return line
+
+
+def producer_entry_object(entry: ProducerStateEntry) -> dict:
+    """The ``producerEntry`` object of the JSON contract (docs/cli.md)."""
+    batch = entry.batch_metadata[0] if entry.batch_metadata else None
+    return {
+        "type": "producerEntry",
+        "producerId": entry.producer_id,
+        "producerEpoch": entry.producer_epoch,
+        "coordinatorEpoch": entry.coordinator_epoch,
+        "currentTxnFirstOffset": entry.current_txn_first_offset,
+        "lastTimestamp": entry.last_timestamp,
+        "firstSequence": None if batch is None else batch.first_seq,
+        "lastSequence": None if batch is None else batch.last_seq,
+        "lastOffset": None if batch is None else batch.last_offset,
+        "offsetDelta": None if batch is None else batch.offset_delta,
+        "timestamp": None if batch is None else batch.timestamp,
+    }

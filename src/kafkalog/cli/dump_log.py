@@ -1,0 +1,364 @@
+"""Dumps of files holding record batches: segments, their leftovers, KRaft snapshots.
+
+Text output reproduces kafka-dump-log's lines (DumpLogSegments.dumpLog) byte for byte, including
+its quirks (the stray ``}`` after a legacy record's crc), so scripts written for it keep working.
+JSON output is one object per batch and record (docs/cli.md holds the contract).
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+
+from ..errors import KafkalogError
+from ..format import Batch, ControlRecordType, RecordsScan, Tail, TimestampType, fast
+from ..format.constants import MAGIC_VALUE_V0, MAGIC_VALUE_V2
+from ..format.control import decode_control_type, decode_end_txn_marker
+from ..format.record import Header, Record
+from .dump_common import FileDump, open_buffer, segment_start_offset
+from .dump_kafka_json import java_json
+from .dump_payload import Parsed, control_json
+from .progress import Progress
+
+__all__ = [
+    "LogDump",
+    "batch_line",
+    "batch_object",
+    "control_fields",
+    "record_line",
+    "record_object",
+    "records_of",
+]
+
+
+def records_of(batch: Batch) -> list[Record]:
+    """A batch's records, decoded through the columnar fast path.
+
+    Legacy messages keep the reference decoder: their per-message CRCs, which kafka-dump-log
+    prints, are not a column of the fast path.
+    """
+    if batch.magic < MAGIC_VALUE_V2:
+        return list(batch.records())
+    columns = fast.decode_columnar(
+        batch.buffer, keep_control=True, position_base=batch.position
+    ).to_pydict()
+    return [
+        Record(
+            offset=offset,
+            timestamp=columns["timestamp"][i],
+            timestamp_type=TimestampType(columns["timestampType"][i]),
+            key=columns["key"][i],
+            value=columns["value"][i],
+            headers=tuple(Header(h["key"], h["value"]) for h in columns["headers"][i]),
+            sequence=columns["sequence"][i],
+            is_control=columns["isControl"][i],
+        )
+        for i, offset in enumerate(columns["offset"])
+    ]
+
+
+def control_fields(record: Record) -> tuple[int, str, int | None]:
+    """``(type id, ControlRecordType name, coordinatorEpoch or None)`` of a control record."""
+    type_id = decode_control_type(record.key)
+    try:
+        control_type = ControlRecordType(type_id)
+    except ValueError:
+        return type_id, "UNKNOWN", None
+    if control_type in (ControlRecordType.ABORT, ControlRecordType.COMMIT):
+        return type_id, control_type.name, decode_end_txn_marker(record.value)[1]
+    return type_id, control_type.name, None
+
+
+class LogDump(FileDump):
+    """One ``.log`` (or ``.checkpoint``) file: a header line, batches, records, trailing bytes."""
+
+    def dump(self, progress: Progress) -> None:
+        with open_buffer(self.path) as buf:
+            limit = self.options.max_bytes
+            view = buf if limit is None else buf[:limit]
+            try:
+                self._dump(view, truncated=limit is not None, progress=progress)
+            finally:
+                del view
+
+    def _dump(self, view: memoryview, *, truncated: bool, progress: Progress) -> None:
+        self.begin()
+        scan = RecordsScan(view)
+        batches = records = 0
+        done = 0
+        last_offset = -1
+        for batch in scan:
+            batches += 1
+            # A legacy wrapper's first offset and count need its decompressed inner messages.
+            try:
+                base_offset, count = batch.base_offset, batch.count
+                inner_error = None
+            except KafkalogError as e:
+                base_offset, count = batch.last_offset, 0
+                inner_error = e.located(position=batch.position, offset=batch.last_offset)
+            records += count
+            self.batch(batch, base_offset, count)
+            if not batch.is_valid:
+                stored, computed = batch.crc, batch.compute_checksum()
+                self.error(
+                    KafkalogError(
+                        f"Record is corrupt (stored crc = {stored}, computed crc = {computed})",
+                        position=batch.position,
+                        offset=base_offset,
+                    )
+                )
+            if inner_error is not None:
+                self.error(inner_error)
+            elif self.options.deep:
+                try:
+                    batch_records = records_of(batch)
+                except KafkalogError as e:
+                    self.error(e.located(position=batch.position, offset=base_offset))
+                    batch_records = []
+                for record in batch_records:
+                    # kafka-dump-log's rule: the first record of a file is never a gap.
+                    if last_offset != -1 and record.offset != last_offset + 1:
+                        self.reports.add(
+                            self.reports.non_consecutive, self.path, (last_offset, record.offset)
+                        )
+                    last_offset = record.offset
+                    try:
+                        self.record(batch, record)
+                    except KafkalogError as e:
+                        self.error(e.located(position=batch.position, offset=record.offset))
+            size = batch.size_in_bytes
+            done += size
+            progress.advance(size)
+        progress.advance(len(view) - done)
+        # A tail cut by --max-bytes is where we stopped reading, not a problem of the file.
+        if scan.error is not None and not (truncated and scan.tail == Tail.PARTIAL):
+            self.error(scan.error)
+        self.end(scan, batches, records, truncated)
+
+    # -- output ---------------------------------------------------------------------------------
+
+    def begin(self) -> None:
+        if self.options.json:
+            return
+        name = os.path.basename(self.path)
+        if name == "bootstrap.checkpoint":
+            self.line("KRaft bootstrap snapshot")
+        elif name.endswith(".checkpoint"):
+            offset, _, epoch = name[: -len(".checkpoint")].partition("-")
+            if offset.isdigit() and epoch.isdigit():
+                self.line(f"Snapshot end offset: {int(offset)}, epoch: {int(epoch)}")
+        else:
+            start = segment_start_offset(name)
+            if start is not None:
+                self.line(f"Log starting offset: {start}")
+
+    def batch(self, batch: Batch, base_offset: int, count: int) -> None:
+        if self.options.json:
+            self.emit(batch_object(batch, base_offset, count))
+        else:
+            self.line(batch_line(batch, base_offset, count))
+
+    def _parsed(self, batch: Batch, record: Record, wanted: bool) -> Parsed | None:
+        if not wanted or batch.is_control:
+            return None
+        parsed = self.options.parser.parse(record)
+        if parsed.problem is not None:
+            self.error(parsed.problem.located(position=batch.position, offset=record.offset))
+        return parsed
+
+    def record(self, batch: Batch, record: Record) -> None:
+        opts = self.options
+        if batch.is_control:
+            problem = control_problem(record)
+            if problem is not None:
+                self.error(problem.located(position=batch.position, offset=record.offset))
+        if opts.json:
+            obj = record_object(batch, record)
+            parsed = self._parsed(batch, record, opts.decoded)
+            obj["decodedKey"] = None if parsed is None else parsed.key_json
+            obj["decodedValue"] = None if parsed is None else parsed.value_json
+            obj["decodeError"] = None if parsed is None else parsed.note
+            obj["controlData"] = _control_data(record) if batch.is_control else None
+            self.emit(obj)
+            return
+        parsed = self._parsed(batch, record, opts.print_data)
+        self.line(record_line(batch, record, skip_metadata=opts.skip_metadata, parsed=parsed))
+
+    def end(self, scan: RecordsScan, batches: int, records: int, truncated: bool) -> None:
+        if self.options.json:
+            self.emit(
+                {
+                    "type": "summary",
+                    "batches": batches,
+                    "records": records,
+                    "validBytes": scan.valid_bytes,
+                    "invalidBytes": scan.invalid_bytes,
+                    "tail": scan.tail,
+                    "error": self.errors[0].message if self.errors else None,
+                }
+            )
+        elif scan.invalid_bytes > 0 and not truncated:
+            name = os.path.basename(self.path)
+            self.line(f"Found {scan.invalid_bytes} invalid bytes at the end of {name}")
+
+
+def _b64(data: bytes | None) -> str | None:
+    return None if data is None else base64.b64encode(data).decode("ascii")
+
+
+def batch_object(batch: Batch, base_offset: int, count: int) -> dict:
+    """The ``batch`` object of the JSON contract (docs/cli.md)."""
+    return {
+        "type": "batch",
+        "position": batch.position,
+        "size": batch.size_in_bytes,
+        "baseOffset": base_offset,
+        "lastOffset": batch.last_offset,
+        "count": count,
+        "magic": batch.magic,
+        "compression": batch.compression.label,
+        "crc": batch.crc,
+        "isValid": batch.is_valid,
+        "timestampType": str(batch.timestamp_type),
+        "maxTimestamp": batch.max_timestamp,
+        "producerId": batch.producer_id,
+        "producerEpoch": batch.producer_epoch,
+        "baseSequence": batch.base_sequence,
+        "lastSequence": batch.last_sequence,
+        "isTransactional": batch.is_transactional,
+        "isControl": batch.is_control,
+        "partitionLeaderEpoch": batch.partition_leader_epoch,
+        "deleteHorizonMs": batch.delete_horizon_ms,
+    }
+
+
+def record_object(batch: Batch, record: Record) -> dict:
+    """The ``record`` object of the JSON contract (docs/cli.md), without the decoder fields."""
+    control_type = coordinator_epoch = None
+    if batch.is_control:
+        try:
+            type_id, control_type, coordinator_epoch = control_fields(record)
+        except KafkalogError:  # reported by control_problem
+            type_id, control_type = -1, "UNKNOWN"
+        if control_type == "UNKNOWN":
+            control_type = f"UNKNOWN({type_id})"
+    return {
+        "type": "record",
+        "offset": record.offset,
+        "timestamp": None if batch.magic == MAGIC_VALUE_V0 else record.timestamp,
+        "timestampType": str(record.timestamp_type),
+        "keySize": record.key_size,
+        "valueSize": record.value_size,
+        "key": _b64(record.key),
+        "value": _b64(record.value),
+        "headers": [[h.key, _b64(h.value)] for h in record.headers],
+        "sequence": record.sequence,
+        "isControl": batch.is_control,
+        "controlType": control_type,
+        "coordinatorEpoch": coordinator_epoch,
+    }
+
+
+def _bool(value: bool) -> str:
+    return "true" if value else "false"
+
+
+def batch_line(batch: Batch, base_offset: int, count: int) -> str:
+    """One batch line exactly as kafka-dump-log prints it."""
+    if batch.magic >= MAGIC_VALUE_V2:
+        horizon = batch.delete_horizon_ms
+        head = (
+            f"baseOffset: {base_offset} lastOffset: {batch.last_offset} count: {count} "
+            f"baseSequence: {batch.base_sequence} lastSequence: {batch.last_sequence} "
+            f"producerId: {batch.producer_id} producerEpoch: {batch.producer_epoch} "
+            f"partitionLeaderEpoch: {batch.partition_leader_epoch} "
+            f"isTransactional: {_bool(batch.is_transactional)} "
+            f"isControl: {_bool(batch.is_control)} deleteHorizonMs: "
+            + ("OptionalLong.empty" if horizon is None else f"OptionalLong[{horizon}]")
+        )
+    else:
+        head = f"offset: {batch.last_offset}"
+    return (
+        f"{head} position: {batch.position} {batch.timestamp_type}: {batch.max_timestamp} "
+        f"size: {batch.size_in_bytes} magic: {batch.magic} "
+        f"compresscodec: {batch.compression.label} crc: {batch.crc} "
+        f"isvalid: {_bool(batch.is_valid)}"
+    )
+
+
+def record_line(
+    batch: Batch,
+    record: Record,
+    *,
+    print_data: bool = False,
+    skip_metadata: bool = False,
+    parsed: Parsed | None = None,
+) -> str:
+    """One ``| offset: ...`` record line exactly as kafka-dump-log prints it.
+
+    ``parsed`` is the key and payload text to print (``print_data`` without ``parsed`` prints
+    them as lenient UTF-8, kafka-dump-log's default); control records never print them.
+    """
+    parts: list[str] = []
+    prefix = "| "
+    if not skip_metadata:
+        ts_type: TimestampType = batch.timestamp_type
+        parts.append(
+            f"{prefix}offset: {record.offset} {ts_type}: {record.timestamp} "
+            f"keySize: {record.key_size} valueSize: {record.value_size}"
+        )
+        prefix = " "
+        if batch.magic >= MAGIC_VALUE_V2:
+            keys = ",".join(h.key for h in record.headers)
+            parts.append(f" sequence: {record.sequence} headerKeys: [{keys}]")
+        else:
+            parts.append(f" isValid: {_bool(record.is_valid)} crc: {record.crc}}}")
+        if batch.is_control:
+            parts.append(_control_text(record))
+    if parsed is None and print_data and not batch.is_control:
+        key = None if record.key is None else bytes(record.key).decode("utf-8", "replace")
+        value = None if record.value is None else bytes(record.value).decode("utf-8", "replace")
+        parsed = Parsed(key, value)
+    if parsed is not None and not batch.is_control:
+        if parsed.key_text is not None:
+            parts.append(f"{prefix}key: {parsed.key_text}")
+        if parsed.value_text is not None:
+            parts.append(f" payload: {parsed.value_text}")
+    return "".join(parts)
+
+
+def control_problem(record: Record) -> KafkalogError | None:
+    """Why a control record's key or value does not decode, or None."""
+    try:
+        type_id, _, _ = control_fields(record)
+        control_json(type_id, record.value)
+    except KafkalogError as e:
+        return e
+    return None
+
+
+def _control_data(record: Record) -> dict | None:
+    try:
+        quorum = control_json(decode_control_type(record.key), record.value)
+    except KafkalogError:
+        return None  # reported by control_problem
+    return None if quorum is None else quorum[1]
+
+
+def _control_text(record: Record) -> str:
+    """What kafka-dump-log appends for a control record; an undecodable one (reported by
+    control_problem) gets what can still be said of it."""
+    try:
+        type_id, name, coordinator_epoch = control_fields(record)
+    except KafkalogError:
+        return " controlType: UNKNOWN(?)"
+    if coordinator_epoch is not None:
+        return f" endTxnMarker: {name} coordinatorEpoch: {coordinator_epoch}"
+    try:
+        quorum = control_json(type_id, record.value)
+    except KafkalogError:
+        quorum = None
+    if quorum is not None:
+        label, body = quorum
+        return f" {label} {java_json(body)}"
+    return f" controlType: {name}({type_id})"
