@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 
 from .. import __version__
-from . import dump, verify
+from . import compact, dump, rebuild_index, recover, retention, stats, transactions, verify
 
 EXIT_OK = 0
 EXIT_PROBLEMS = 1
@@ -30,6 +30,12 @@ def build_parser() -> argparse.ArgumentParser:
     commands.required = True
     dump.add_parser(commands)
     verify.add_parser(commands)
+    recover.add_parser(commands)
+    rebuild_index.add_parser(commands)
+    compact.add_parser(commands)
+    retention.add_parser(commands)
+    stats.add_parser(commands)
+    transactions.add_parser(commands)
     return parser
 
 

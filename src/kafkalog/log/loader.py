@@ -41,7 +41,7 @@ from .producer_state import ProducerStateManager
 from .quarantine import Quarantine
 from .segment import LogSegment
 
-__all__ = ["LoadResult", "load_segments"]
+__all__ = ["LoadResult", "classify_leftovers", "load_segments"]
 
 _INDEX_SUFFIXES = (INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX, TXN_INDEX_FILE_SUFFIX)
 
@@ -57,7 +57,7 @@ def _files(directory: Path) -> list[Path]:
     return sorted(p for p in directory.iterdir() if p.is_file())
 
 
-def _classify_leftovers(directory: Path) -> tuple[list[Path], list[Path], list[Path], list[Path]]:
+def classify_leftovers(directory: Path) -> tuple[list[Path], list[Path], list[Path], list[Path]]:
     """(deleted, cleaned, invalid swaps, valid swap .log files)."""
     deleted, cleaned, swaps = [], [], []
     min_cleaned = None
@@ -94,7 +94,7 @@ def load_segments(
     directory = Path(directory)
     notes: list[str] = []
     quarantine = Quarantine(directory, clock_ms=clock.milliseconds()) if writable else None
-    deleted, cleaned, invalid_swaps, valid_swaps = _classify_leftovers(directory)
+    deleted, cleaned, invalid_swaps, valid_swaps = classify_leftovers(directory)
     for path in deleted + cleaned + invalid_swaps:
         why = (
             "scheduled for deletion by retention or the cleaner"
@@ -171,7 +171,9 @@ def load_segments(
                     segment.txn_index.sanity_check()
             except CorruptIndexError as e:
                 notes.append(f"{logs[base].name}: indexes rebuilt ({e.message})")
-                if _recover(segment, quarantine, notes, None, None) and first_cut is None:
+                # Producer state up to this segment, so the rebuilt .txnindex keeps its entries.
+                state = _state_before(directory, clock, segments.values(), base, log_start_offset)
+                if _recover(segment, quarantine, notes, state, None) and first_cut is None:
                     first_cut = base
         else:
             segment = LogSegment.open(directory, base, config, clock, writable=False)
@@ -235,13 +237,9 @@ def _recover_from(
             start = i
     if start >= len(segments):
         return 0
-    state = ProducerStateManager(directory, clock=clock, writable=False)
-    first_base = segments[start].base_offset
-    state.truncate_and_reload(log_start_offset, first_base)
-    for segment in segments[:start]:
-        for batch in segment.log.batches():
-            if state.map_end_offset <= batch.last_offset:
-                state.replay_batch(batch)
+    state = _state_before(
+        directory, clock, segments[:start], segments[start].base_offset, log_start_offset
+    )
     total = 0
     for i in range(start, len(segments)):
         segment = segments[i]
@@ -251,6 +249,18 @@ def _recover_from(
             _drop_after(segments, i, quarantine)
             break
     return total
+
+
+def _state_before(directory, clock, earlier, base: int, log_start_offset: int):
+    """Producer state as of ``base``: the newest snapshot below it (read without changing any
+    file), then the batches of the ``earlier`` segments past the snapshot replayed."""
+    state = ProducerStateManager(directory, clock=clock, writable=False)
+    state.truncate_and_reload(log_start_offset, base)
+    for segment in earlier:
+        for batch in segment.log.batches():
+            if state.map_end_offset <= batch.last_offset < base:
+                state.replay_batch(batch)
+    return state
 
 
 def _drop_after(segments: list[LogSegment], i: int, quarantine) -> None:

@@ -1,0 +1,176 @@
+"""``kafkalog compact``: run Kafka's log cleaner on compacted topics now.
+
+A dry run by default: the cleaner's decisions on the log as it is (which records go and why,
+the bytes before and after), changing nothing. ``--apply`` cleans, crash-safe as Kafka does
+(``.cleaned`` -> ``.swap`` -> final names), under the data directory's ``.lock``, and moves the
+cleaner-offset-checkpoint. Like Kafka's cleaner, a log is cleaned only when its dirty ratio
+exceeds min.cleanable.dirty.ratio or a segment waited past max.compaction.lag.ms; ``--force``
+cleans whatever is cleanable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from .operate import (
+    EXIT_OK,
+    EXIT_PROBLEMS,
+    UsageError,
+    add_target_arguments,
+    cleanup_policy,
+    guarded,
+    open_logs,
+    resolve_target,
+    write_json,
+)
+from .progress import Progress, add_quiet_flag, total_bytes
+
+EXAMPLES = """\
+examples:
+  kafkalog compact /var/lib/kafka/data                   # what the cleaner would remove now
+  kafkalog compact --force --topic users /var/lib/kafka/data
+  kafkalog compact --verbose /var/lib/kafka/data/users-0   # every removed record, and why
+  kafkalog compact --apply /var/lib/kafka/data           # clean (stop the broker first)
+
+exit status: 0 done, 1 a partition could not be read or cleaned, 2 usage error, 3 I/O error or
+the data directory is locked by a running broker
+"""
+
+
+def add_parser(commands) -> None:
+    parser = commands.add_parser(
+        "compact",
+        help="run the log cleaner on compacted topics now (dry run unless --apply)",
+        description="Compact the logs of topics with cleanup.policy=compact (or compact,delete) "
+        "with Kafka's log cleaner rules: the latest record of each key is kept, older ones, "
+        "expired tombstones, aborted transactions' records and finished transactions' markers "
+        "go. Retention of compact,delete topics is `kafkalog retention`.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_target_arguments(parser, what="a data directory or a partition directory")
+    parser.add_argument("--apply", action="store_true", help="clean the logs (default: a dry run)")
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="clean whatever is cleanable, whatever the dirty ratio (min.cleanable.dirty.ratio)",
+    )
+    parser.add_argument(
+        "--now-ms", type=int, metavar="MS", help="the time tombstone and lag rules use"
+    )
+    parser.add_argument(
+        "--verbose", action="store_true", help="list every removed record (up to 1000 a log)"
+    )
+    add_quiet_flag(parser)
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    return guarded("compact", lambda: _run(args))
+
+
+def _run(args: argparse.Namespace) -> int:
+    from ..log.cleaner import clean
+
+    target = resolve_target(args.path, topics=args.topic, internal=False)
+    now = args.now_ms if args.now_ms is not None else int(time.time() * 1000)
+    status = EXIT_OK
+    results, skipped = [], []
+    total = total_bytes([str(p) for p in target.partitions])
+    with (
+        Progress(total, "compact", quiet=args.quiet) as progress,
+        open_logs(target, writable=args.apply) as logs,
+    ):
+        for entry in logs:
+            if entry.log is None:
+                print(f"kafkalog compact: {entry.error}", file=sys.stderr)
+                status = EXIT_PROBLEMS
+                continue
+            log = entry.log
+            if not log.config.compact:
+                skipped.append((entry.directory, cleanup_policy(log.config)))
+            else:
+                result = clean(log, now_ms=now, force=args.force, dry_run=not args.apply)
+                results.append((entry.directory, result))
+            progress.advance(log.size_in_bytes())
+    if not target.is_data_dir and skipped:
+        directory, policy = skipped[0]
+        raise UsageError(f"{directory}: not a compacted topic (cleanup.policy={policy})")
+    _report(target, results, skipped, args)
+    return status
+
+
+def _report(target, results, skipped, args: argparse.Namespace) -> None:
+    if args.json:
+        for directory, r in results:
+            write_json(
+                {
+                    "type": "partition",
+                    "partition": directory.name,
+                    "path": str(directory),
+                    "applied": args.apply,
+                    "cleaned": r.cleaned,
+                    "reason": r.reason or None,
+                    "firstDirtyOffset": r.first_dirty_offset,
+                    "firstUncleanableOffset": r.first_uncleanable_offset,
+                    "newCleanerOffset": r.end_offset,
+                    "recordsRead": r.stats.messages_read,
+                    "recordsKept": r.records_kept,
+                    "recordsRemoved": r.records_removed,
+                    "removedByReason": dict(r.stats.removed_by_reason),
+                    "bytesRead": r.bytes_read,
+                    "bytesWritten": r.bytes_written,
+                    "segmentsBefore": r.segments_before,
+                    "segmentsAfter": r.segments_after,
+                    "messages": r.messages if args.verbose else [],
+                }
+            )
+        write_json(_summary(target, results, skipped, args))
+        return
+    lines = []
+    for directory, r in results:
+        dirty = r.first_uncleanable_offset > r.first_dirty_offset
+        head = f"{directory.name}: " + (
+            f"dirty offsets {r.first_dirty_offset}-{r.first_uncleanable_offset - 1}"
+            if dirty
+            else f"no dirty offsets (cleaner offset {r.first_dirty_offset})"
+        )
+        if not r.cleaned:
+            lines.append(f"{head}: not cleaned: {r.reason}")
+            continue
+        reasons = ", ".join(f"{n} {why}" for why, n in sorted(r.stats.removed_by_reason.items()))
+        lines.append(
+            f"{head}: {r.records_removed} of {r.stats.messages_read} records removed"
+            f"{f' ({reasons})' if reasons else ''}; {r.bytes_read} -> {r.bytes_written} bytes "
+            f"in {len(r.segments_before)} -> {len(r.segments_after)} segments; cleaner offset "
+            f"-> {r.end_offset}"
+        )
+        if args.verbose:
+            lines.extend(f"  {m}" for m in r.messages)
+    for directory, policy in skipped:
+        lines.append(f"{directory.name}: skipped: cleanup.policy={policy}")
+    s = _summary(target, results, skipped, args)
+    lines.append(
+        f"{'cleaned' if args.apply else 'dry run: would clean'} {s['partitionsCleaned']} of "
+        f"{s['partitions']} compacted partitions, removing {s['recordsRemoved']} records "
+        f"({s['bytesRead'] - s['bytesWritten']} bytes)"
+        + ("; run with --apply to clean" if not args.apply and s["partitionsCleaned"] else "")
+    )
+    sys.stdout.write("\n".join(lines) + "\n")
+
+
+def _summary(target, results, skipped, args) -> dict:
+    cleaned = [r for _, r in results if r.cleaned]
+    return {
+        "type": "summary",
+        "path": str(target.path),
+        "dryRun": not args.apply,
+        "partitions": len(results),
+        "partitionsSkipped": len(skipped),
+        "partitionsCleaned": len(cleaned),
+        "recordsRemoved": sum(r.records_removed for r in cleaned),
+        "bytesRead": sum(r.bytes_read for r in cleaned),
+        "bytesWritten": sum(r.bytes_written for r in cleaned),
+    }

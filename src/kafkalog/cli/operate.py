@@ -1,0 +1,317 @@
+"""What the operator commands (recover, rebuild-index, compact, retention, stats, transactions)
+share: which partitions a path names, opening their logs as a broker would, and exit statuses.
+
+A path is a data directory (a ``log.dirs`` entry) or a partition directory (one that directly
+holds ``*.log`` files, see :func:`kafkalog.log.verify.is_partition_dir`). A partition directory's
+parent is taken as its data directory: its checkpoints, clean-shutdown marker, topic configs and
+``.lock`` apply.
+
+Changing commands hold the data directory's ``.lock`` as a broker does (exit 3 when a broker or
+another kafkalog holds it). Opening a whole data directory for writing is a broker's startup and
+clean shutdown (:class:`~kafkalog.log.manager.LogManager`): it recovers every partition after an
+unclean shutdown and writes the checkpoints and the clean-shutdown marker when done.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import KafkalogError
+
+EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_IO = 0, 1, 2, 3
+
+__all__ = [
+    "EXIT_IO",
+    "EXIT_OK",
+    "EXIT_PROBLEMS",
+    "EXIT_USAGE",
+    "PartitionLog",
+    "Target",
+    "UsageError",
+    "add_target_arguments",
+    "cleanup_policy",
+    "format_time",
+    "guarded",
+    "open_logs",
+    "plural",
+    "resolve_target",
+    "write_json",
+]
+
+
+class UsageError(Exception):
+    """The command line asks for something that cannot be done (exit 2)."""
+
+
+@dataclass(slots=True)
+class Target:
+    """The partitions one command acts on."""
+
+    path: Path
+    data_dir: Path  # checkpoints, marker, topic configs and .lock live here
+    partitions: list[Path]
+    is_data_dir: bool
+    filtered: bool = False  # --topic chose some of a data directory's partitions
+
+
+@dataclass(slots=True)
+class PartitionLog:
+    """One opened partition: its directory, and its Log or why it could not be opened."""
+
+    directory: Path
+    log: object | None  # kafkalog.log.log.Log
+    error: str | None = None
+
+
+def add_target_arguments(parser: argparse.ArgumentParser, *, what: str) -> None:
+    parser.add_argument("path", metavar="DATA_DIR|PARTITION_DIR", help=what)
+    parser.add_argument(
+        "--topic",
+        action="append",
+        metavar="TOPIC",
+        help="only this topic's partitions (repeatable)",
+    )
+    parser.add_argument("--json", action="store_true", help="one JSON object per line")
+
+
+def resolve_target(path: str, *, topics: list[str] | None = None, internal: bool = True) -> Target:
+    """The partition directories ``path`` names (``internal``: with ``__cluster_metadata-0``).
+
+    Raises FileNotFoundError for a missing path and UsageError for a file or a directory that is
+    neither a data directory nor a partition directory."""
+    from ..log.cluster_metadata import CLUSTER_METADATA_DIR
+    from ..log.naming import PartitionDirKind, parse_partition_dir_name
+    from ..log.verify import is_partition_dir
+
+    root = Path(path)
+    if not root.exists():
+        raise FileNotFoundError(2, "No such file or directory", str(root))
+    if not root.is_dir():
+        raise UsageError(f"{root}: not a directory (give a data directory or a partition one)")
+    if is_partition_dir(root):
+        target = Target(root, root.parent, [root], False)
+    else:
+        partitions = []
+        for child in sorted(root.iterdir()):
+            if not child.is_dir() or (child.name == CLUSTER_METADATA_DIR and not internal):
+                continue
+            try:
+                parsed = parse_partition_dir_name(child.name)
+            except KafkalogError:
+                continue
+            if parsed.kind == PartitionDirKind.LIVE:
+                partitions.append(child)
+        target = Target(root, root, partitions, True)
+    if topics:
+        wanted = set(topics)
+        target.partitions = [p for p in target.partitions if _topic_of(p) in wanted]
+        target.filtered = True
+        if not target.partitions:
+            raise UsageError(f"{root}: no partition of {', '.join(sorted(wanted))}")
+    return target
+
+
+def _topic_of(directory: Path) -> str | None:
+    from ..log.naming import parse_partition_dir_name
+
+    try:
+        return parse_partition_dir_name(directory.name).topic_partition.topic
+    except KafkalogError:
+        return None
+
+
+def guarded(command: str, run: Callable[[], int]) -> int:
+    """Run a command body; expected failures become a message on stderr and an exit status."""
+    from ..log.manager import DataDirLockedError
+
+    prefix = f"kafkalog {command}"
+    try:
+        return run()
+    except BrokenPipeError:
+        raise  # the reader of our output went away: main() handles it
+    except UsageError as e:
+        print(f"{prefix}: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except DataDirLockedError as e:
+        print(f"{prefix}: {e.message}", file=sys.stderr)
+        return EXIT_IO
+    except KafkalogError as e:
+        print(f"{prefix}: {e}", file=sys.stderr)
+        return EXIT_PROBLEMS
+    except (FileNotFoundError, PermissionError) as e:
+        print(f"{prefix}: {e.filename or ''}: {e.strerror or e}", file=sys.stderr)
+        return EXIT_IO
+    except OSError as e:
+        print(f"{prefix}: {e.filename or ''}: {e.strerror or e}", file=sys.stderr)
+        return EXIT_IO
+
+
+def _topic_configs(data_dir: Path):
+    """A LogManager that opens no log: topic configs (KRaft metadata, topics file, defaults)."""
+    from ..log.manager import LogManager
+
+    class TopicConfigs(LogManager):
+        def _discover(self) -> None:
+            pass
+
+    return TopicConfigs(data_dir)
+
+
+def _checkpoints(data_dir: Path) -> dict[str, dict]:
+    from ..log.checkpoints import (
+        LOG_START_OFFSET_CHECKPOINT,
+        RECOVERY_POINT_OFFSET_CHECKPOINT,
+        read_offset_checkpoint,
+    )
+
+    found = {}
+    for name in (RECOVERY_POINT_OFFSET_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT):
+        path = data_dir / name
+        found[name] = read_offset_checkpoint(path) if path.is_file() else {}
+    return found
+
+
+def partition_offsets(target: Target, directory: Path) -> tuple[int, int, bool]:
+    """(recovery point, log start offset, had clean shutdown) from the data directory."""
+    from ..log.checkpoints import LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_OFFSET_CHECKPOINT
+    from ..log.clean_shutdown import CLEAN_SHUTDOWN_FILE_NAME
+    from ..log.naming import parse_partition_dir_name
+
+    checkpoints = _checkpoints(target.data_dir)
+    try:
+        tp = parse_partition_dir_name(directory.name).topic_partition
+    except KafkalogError:
+        tp = None
+    recovery_point = checkpoints[RECOVERY_POINT_OFFSET_CHECKPOINT].get(tp, 0)
+    log_start = checkpoints[LOG_START_OFFSET_CHECKPOINT].get(tp, 0)
+    clean = (target.data_dir / CLEAN_SHUTDOWN_FILE_NAME).exists()
+    return recovery_point, log_start, clean
+
+
+@contextlib.contextmanager
+def open_logs(
+    target: Target,
+    *,
+    writable: bool,
+    clock=None,
+    full_recovery: bool = False,
+    prepare: Callable[[Path], None] | None = None,
+) -> Iterator[list[PartitionLog]]:
+    """The target's partitions as Logs. Read-only: each opened alone (one that cannot be opened
+    carries its error). Writable: a data directory through LogManager (a broker's startup and
+    clean shutdown), a partition directory (or the partitions of chosen topics) under the data
+    directory's lock, their checkpoint entries brought up to date on closing.
+    ``full_recovery`` re-checks every segment; ``prepare`` is called with each partition
+    directory under the lock, before it is opened."""
+    whole = target.is_data_dir and not target.filtered and prepare is None and not full_recovery
+    if writable and whole:
+        with _open_data_dir(target, clock) as logs:
+            yield logs
+        return
+    from ..log.dir_lock import DataDirLock
+    from ..log.log import Log
+
+    configs = _topic_configs(target.data_dir)
+    with DataDirLock(target.data_dir) if writable else contextlib.nullcontext():
+        opened: list[PartitionLog] = []
+        try:
+            for directory in target.partitions:
+                recovery_point, log_start, clean = partition_offsets(target, directory)
+                if prepare is not None:
+                    prepare(directory)
+                try:
+                    log = Log.open(
+                        directory,
+                        config=configs.config_for(_topic_of(directory) or ""),
+                        clock=clock,
+                        writable=writable,
+                        log_start_offset=log_start,
+                        recovery_point=0 if full_recovery else recovery_point,
+                        had_clean_shutdown=clean and not full_recovery,
+                    )
+                except (KafkalogError, ValueError) as e:
+                    if writable:
+                        raise
+                    opened.append(PartitionLog(directory, None, str(e)))
+                    continue
+                opened.append(PartitionLog(directory, log))
+            yield opened
+        finally:
+            for entry in opened:
+                if entry.log is not None:
+                    entry.log.close()
+            if writable:
+                _update_checkpoints(target, [e.log for e in opened if e.log is not None])
+
+
+@contextlib.contextmanager
+def _open_data_dir(target: Target, clock) -> Iterator[list[PartitionLog]]:
+    from ..log.manager import LogManager
+
+    with LogManager(target.data_dir, writable=True, clock=clock) as manager:
+        wanted = set(target.partitions)
+        yield [
+            PartitionLog(log.dir, log)
+            for tp, log in sorted(manager.logs.items(), key=lambda i: (i[0].topic, i[0].partition))
+            if log.dir in wanted
+        ]
+
+
+def _update_checkpoints(target: Target, logs: list) -> None:
+    """After changing partitions alone, their recovery points and log start offsets in the data
+    directory's checkpoints (the other partitions' entries are kept)."""
+    from ..log.checkpoints import (
+        LOG_START_OFFSET_CHECKPOINT,
+        RECOVERY_POINT_OFFSET_CHECKPOINT,
+        write_offset_checkpoint,
+    )
+
+    logs = [log for log in logs if log.topic_partition is not None]
+    if not logs:
+        return
+    current = _checkpoints(target.data_dir)
+    for name, value in (
+        (RECOVERY_POINT_OFFSET_CHECKPOINT, lambda log: log.recovery_point),
+        (LOG_START_OFFSET_CHECKPOINT, lambda log: log.log_start_offset),
+    ):
+        path = target.data_dir / name
+        if not path.exists() and not target.is_data_dir:
+            continue  # a lone partition directory: do not create a broker's files beside it
+        offsets = dict(current[name])
+        for log in logs:
+            offsets[log.topic_partition] = value(log)
+        write_offset_checkpoint(path, offsets)
+
+
+def cleanup_policy(config) -> str:
+    """A LogConfig's cleanup.policy as Kafka writes it (``compact,delete``)."""
+    return ",".join(config["cleanup.policy"])
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def format_time(ms: int | None) -> str:
+    """A timestamp for tables: ISO 8601 UTC to the second, ``-`` when there is none."""
+    if ms is None or ms < 0:
+        return "-"
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ms / 1000))
+
+
+def write_json(obj: dict) -> None:
+    sys.stdout.write(json.dumps(obj) + "\n")
+
+
+def relative(path: str | os.PathLike, root: Path) -> str:
+    """``path`` relative to the target directory when it is under it."""
+    rel = os.path.relpath(path, root)
+    return str(path) if rel.startswith("..") else rel

@@ -1,0 +1,178 @@
+"""``kafkalog recover``: Kafka's log recovery on a data directory or one partition directory.
+
+By default a dry run: it prints what a broker starting on these files would truncate, rebuild
+and delete (:mod:`kafkalog.log.recovery_plan`), and changes nothing. ``--apply`` does it, under
+the data directory's ``.lock``, with kafkalog's loader: what Kafka deletes is moved to each
+partition's ``kafkalog-quarantine/`` folder instead, with a NOTE.txt saying why.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .operate import (
+    EXIT_OK,
+    EXIT_PROBLEMS,
+    Target,
+    add_target_arguments,
+    guarded,
+    open_logs,
+    partition_offsets,
+    relative,
+    resolve_target,
+    write_json,
+)
+from .progress import Progress, add_quiet_flag, total_bytes
+
+EXAMPLES = """\
+examples:
+  kafkalog recover /var/lib/kafka/data              # what a broker's startup would change
+  kafkalog recover --full /var/lib/kafka/data/orders-0   # re-check every segment
+  kafkalog recover --apply /var/lib/kafka/data      # do it (stop the broker first)
+  kafkalog recover --json /var/lib/kafka/data | jq 'select(.action=="truncate")'
+
+exit status: 0 nothing lost (index rebuilds and leftovers only), 1 recovery cuts records (dry run:
+would cut) or a log cannot be opened without --full, 2 usage error, 3 I/O error or the directory
+is locked by a running broker
+"""
+
+
+def add_parser(commands) -> None:
+    parser = commands.add_parser(
+        "recover",
+        help="run Kafka's log recovery (dry run unless --apply)",
+        description="Work out what Kafka's log recovery would do to a data directory or a "
+        "partition directory: delete leftovers of retention and the log cleaner, finish or "
+        "undo interrupted cleans, rebuild missing or corrupt indexes, and (after an unclean "
+        "shutdown, or with --full) re-check every segment from the recovery point on, cutting "
+        "the log at the first invalid batch. Nothing changes without --apply; with it, what "
+        "Kafka deletes is moved to the partition's kafkalog-quarantine/ folder.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_target_arguments(parser, what="a data directory or a partition directory")
+    parser.add_argument(
+        "--apply", action="store_true", help="change the files (default: a dry run)"
+    )
+    parser.add_argument(
+        "--full",
+        action="store_true",
+        help="re-check every segment, as after an unclean shutdown with no recovery point "
+        "(default: what Kafka does, which trusts a clean shutdown and the recovery points)",
+    )
+    add_quiet_flag(parser)
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    return guarded("recover", lambda: _run(args))
+
+
+def _run(args: argparse.Namespace) -> int:
+    from ..log.recovery_plan import plan_recovery
+
+    target = resolve_target(args.path, topics=args.topic)
+    plans = []
+    total = total_bytes([str(p) for p in target.partitions])
+    with Progress(total, "recover (planning)", quiet=args.quiet) as progress:
+        for directory in target.partitions:
+            recovery_point, log_start, clean = partition_offsets(target, directory)
+            plans.append(
+                plan_recovery(
+                    directory,
+                    recovery_point=0 if args.full else recovery_point,
+                    had_clean_shutdown=clean and not args.full,
+                    log_start_offset=log_start,
+                )
+            )
+            progress.advance(total_bytes([str(directory)]))
+    problems = any(p.bytes_cut or p.unreadable for p in plans)
+    unreadable = [Path(p.directory).name for p in plans if p.unreadable]
+    if args.apply and unreadable and not args.full:
+        args.apply = False  # report the plan as the dry run it stays
+        print(
+            f"kafkalog recover: not applied: {', '.join(unreadable)} cannot be opened (the end "
+            f"of the last segment is unreadable; a broker's startup fails there too): run with "
+            f"--full to re-check every segment and cut the log at the damage",
+            file=sys.stderr,
+        )
+    if args.apply:
+        notes = _apply(target, args)
+    if args.json:
+        for plan in plans:
+            for action in plan.actions:
+                write_json(
+                    {
+                        "type": "action",
+                        "partition": Path(plan.directory).name,
+                        "applied": args.apply,
+                        **action.to_dict(),
+                    }
+                )
+        if args.apply:
+            for name, note in notes:
+                write_json({"type": "note", "partition": name, "message": note})
+        write_json(_summary(target, plans, args))
+    else:
+        _print_text(target, plans, args, notes if args.apply else [])
+    sys.stdout.flush()
+    return EXIT_PROBLEMS if problems else EXIT_OK
+
+
+def _apply(target: Target, args: argparse.Namespace) -> list[tuple[str, str]]:
+    notes: list[tuple[str, str]] = []
+    with open_logs(target, writable=True, full_recovery=args.full) as logs:
+        for entry in logs:
+            notes.extend((entry.directory.name, note) for note in entry.log.load_notes)
+    return notes
+
+
+def _summary(target: Target, plans, args) -> dict:
+    return {
+        "type": "summary",
+        "path": str(target.path),
+        "dryRun": not args.apply,
+        "full": args.full,
+        "partitions": len(plans),
+        "partitionsChanged": sum(p.changes for p in plans),
+        "actions": sum(len(p.actions) for p in plans),
+        "bytesCut": sum(p.bytes_cut for p in plans),
+    }
+
+
+def _print_text(target: Target, plans, args, notes) -> None:
+    out = []
+    for plan in plans:
+        if not plan.actions:
+            continue
+        name = Path(plan.directory).name
+        since = (
+            f", segments re-checked from offset {plan.recovered_from}"
+            if plan.recovered_from is not None
+            else ""
+        )
+        out.append(f"{name}: log end offset {plan.log_end_offset} after recovery{since}")
+        for a in plan.actions:
+            where = []
+            if a.position is not None:
+                where.append(f"at position {a.position}")
+            if a.offset is not None:
+                where.append(f"offset {a.offset}")
+            if a.bytes is not None:
+                where.append(f"{a.bytes} bytes")
+            at = f" ({', '.join(where)})" if where else ""
+            out.append(f"  {a.action} {relative(a.path, target.path)}{at}: {a.reason}")
+    if notes:
+        out.append("")
+        out.append("done:")
+        out.extend(f"  {name}: {note}" for name, note in notes)
+    s = _summary(target, plans, args)
+    verb = "would change" if not args.apply else "changed"
+    out.append(
+        f"{'dry run: ' if not args.apply else ''}{s['partitionsChanged']} of {s['partitions']} "
+        f"partitions {verb}, {s['actions']} actions, {s['bytesCut']} bytes cut"
+        + ("; run with --apply to change the files" if not args.apply and s["actions"] else "")
+    )
+    sys.stdout.write("\n".join(out) + "\n")

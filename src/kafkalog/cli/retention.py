@@ -1,0 +1,157 @@
+"""``kafkalog retention``: apply topics' retention now (retention.ms, retention.bytes, the log
+start offset), as a broker's periodic retention check would.
+
+A dry run by default: the segments that would go, and why (:mod:`kafkalog.log.retention_plan`).
+``--apply`` deletes them as Kafka does (renamed ``.deleted``, then removed), under the data
+directory's ``.lock``, and moves the log start offset up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from .operate import (
+    EXIT_OK,
+    EXIT_PROBLEMS,
+    add_target_arguments,
+    cleanup_policy,
+    guarded,
+    open_logs,
+    plural,
+    relative,
+    resolve_target,
+    write_json,
+)
+from .progress import Progress, add_quiet_flag, total_bytes
+
+EXAMPLES = """\
+examples:
+  kafkalog retention /var/lib/kafka/data                     # what would be deleted now
+  kafkalog retention --topic clicks /var/lib/kafka/data
+  kafkalog retention --now-ms 1767225600000 /var/lib/kafka/data   # as of another time
+  kafkalog retention --apply /var/lib/kafka/data/clicks-0   # delete (stop the broker first)
+
+exit status: 0 done, 1 a partition could not be read, 2 usage error, 3 I/O error or the data
+directory is locked by a running broker
+"""
+
+
+def add_parser(commands) -> None:
+    parser = commands.add_parser(
+        "retention",
+        help="delete segments past their topic's retention now (dry run unless --apply)",
+        description="Apply each topic's retention now: segments below the log start offset, "
+        "and for cleanup.policy=delete (or compact,delete) the oldest segments whose newest "
+        "record is older than retention.ms and those beyond retention.bytes. The topic's "
+        "configs come from the KRaft metadata log, kafkalog-topics.json, or Kafka's defaults.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_target_arguments(parser, what="a data directory or a partition directory")
+    parser.add_argument(
+        "--apply", action="store_true", help="delete the segments (default: a dry run)"
+    )
+    parser.add_argument(
+        "--now-ms", type=int, metavar="MS", help="evaluate retention.ms as of this time"
+    )
+    add_quiet_flag(parser)
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    return guarded("retention", lambda: _run(args))
+
+
+def _run(args: argparse.Namespace) -> int:
+    from ..log.clock import MockClock, SystemClock
+    from ..log.retention_plan import plan_retention
+
+    target = resolve_target(args.path, topics=args.topic, internal=False)
+    now = args.now_ms if args.now_ms is not None else int(time.time() * 1000)
+    clock = MockClock(now_ms=now) if args.now_ms is not None else SystemClock()
+    status = EXIT_OK
+    results = []
+    total = total_bytes([str(p) for p in target.partitions])
+    with (
+        Progress(total, "retention", quiet=args.quiet) as progress,
+        open_logs(target, writable=args.apply, clock=clock) as logs,
+    ):
+        for entry in logs:
+            if entry.log is None:
+                print(f"kafkalog retention: {entry.error}", file=sys.stderr)
+                status = EXIT_PROBLEMS
+                continue
+            log = entry.log
+            plan = plan_retention(log, now_ms=now)
+            if args.apply and plan.deletions:
+                log.delete_old_segments()
+            results.append((entry.directory, log.config, plan))
+            progress.advance(log.size_in_bytes())
+    _report(target, results, args)
+    return status
+
+
+def _policy(config) -> str:
+    return (
+        f"cleanup.policy={cleanup_policy(config)} retention.ms={config['retention.ms']} "
+        f"retention.bytes={config['retention.bytes']}"
+    )
+
+
+def _report(target, results, args: argparse.Namespace) -> None:
+    if args.json:
+        for directory, config, plan in results:
+            write_json(
+                {
+                    "type": "partition",
+                    "partition": directory.name,
+                    "path": str(directory),
+                    "cleanupPolicy": cleanup_policy(config),
+                    "retentionMs": config["retention.ms"],
+                    "retentionBytes": config["retention.bytes"],
+                    "applied": args.apply,
+                    "logStartOffset": plan.log_start_offset,
+                    "newLogStartOffset": plan.new_log_start_offset,
+                    "bytesDeleted": plan.bytes_deleted,
+                    "segments": [d.to_dict() for d in plan.deletions],
+                }
+            )
+        write_json(_summary(target, results, args))
+        return
+    lines = []
+    for directory, config, plan in results:
+        if not plan.deletions:
+            continue
+        lines.append(
+            f"{directory.name}: {_policy(config)}: {plural(len(plan.deletions), 'segment')}, "
+            f"{plan.bytes_deleted} bytes; log start offset {plan.log_start_offset} -> "
+            f"{plan.new_log_start_offset}"
+        )
+        for d in plan.deletions:
+            active = ", the active segment (a new one is rolled first)" if d.active else ""
+            lines.append(
+                f"  {relative(d.path, target.path)} (offsets {d.base_offset}-{d.next_offset - 1}, "
+                f"{d.size} bytes, newest record at {d.largest_timestamp}{active}): {d.reason}"
+            )
+    s = _summary(target, results, args)
+    verb = "deleted" if args.apply else "dry run: would delete"
+    segments, partitions = plural(s["segments"], "segment"), plural(s["partitions"], "partition")
+    lines.append(
+        f"{verb} {segments} ({s['bytes']} bytes) in {s['partitionsChanged']} of {partitions}"
+        + ("; run with --apply to delete them" if not args.apply and s["segments"] else "")
+    )
+    sys.stdout.write("\n".join(lines) + "\n")
+
+
+def _summary(target, results, args) -> dict:
+    return {
+        "type": "summary",
+        "path": str(target.path),
+        "dryRun": not args.apply,
+        "partitions": len(results),
+        "partitionsChanged": sum(bool(plan.deletions) for _, _, plan in results),
+        "segments": sum(len(plan.deletions) for _, _, plan in results),
+        "bytes": sum(plan.bytes_deleted for _, _, plan in results),
+    }

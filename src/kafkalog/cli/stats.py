@@ -1,0 +1,318 @@
+"""``kafkalog stats``: what a data directory holds, per topic-partition, read-only.
+
+Sizes, segments, batches and records, offsets and time ranges, codecs and record format
+versions, producers (idempotent, transactional, control batches) and compaction state, from the
+batch headers alone (no record is decoded, except the inner messages of legacy compressed
+wrappers, whose count needs them). A table, ``--json`` lines, or ``--plot FILE.png``: records and
+bytes over time per partition.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from array import array
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import KafkalogError
+from ..format import TimestampType
+from .operate import (
+    EXIT_OK,
+    EXIT_PROBLEMS,
+    UsageError,
+    add_target_arguments,
+    cleanup_policy,
+    format_time,
+    guarded,
+    open_logs,
+    resolve_target,
+    write_json,
+)
+from .progress import Progress, add_quiet_flag, total_bytes
+
+EXAMPLES = """\
+examples:
+  kafkalog stats /var/lib/kafka/data
+  kafkalog stats --topic orders --json /var/lib/kafka/data | jq .records
+  kafkalog stats --plot growth.png /var/lib/kafka/data
+
+exit status: 0 every partition read, 1 a partition has unreadable data (its numbers stop there),
+2 usage error, 3 I/O error
+"""
+
+_NO_TIMESTAMP = -1
+
+
+@dataclass(slots=True)
+class PartitionStats:
+    """One partition's numbers (timestamps in ms; None when the log has no batch)."""
+
+    path: Path
+    topic: str | None
+    partition: int | None
+    cleanup_policy: str = "delete"
+    size: int = 0  # bytes of .log files
+    files_size: int = 0  # bytes of every file in the directory
+    segments: int = 0
+    batches: int = 0
+    records: int = 0
+    log_start_offset: int = 0
+    log_end_offset: int = 0
+    first_offset: int | None = None
+    last_offset: int | None = None
+    min_timestamp: int | None = None
+    max_timestamp: int | None = None
+    codecs: Counter = field(default_factory=Counter)  # batches per codec
+    magics: Counter = field(default_factory=Counter)  # batches per magic
+    producer_ids: set = field(default_factory=set)
+    idempotent_batches: int = 0
+    transactional_batches: int = 0
+    control_batches: int = 0
+    offset_gaps: int = 0  # places where a batch does not start right after the previous one
+    cleaner_offset: int | None = None
+    dirty_ratio: float | None = None
+    error: str | None = None
+    # --plot: per batch (max timestamp, records, bytes), in log order
+    timeline: tuple[array, array, array] | None = None
+
+    def to_dict(self) -> dict:
+        return {
+            "type": "partition",
+            "path": str(self.path),
+            "topic": self.topic,
+            "partition": self.partition,
+            "sizeBytes": self.size,
+            "filesBytes": self.files_size,
+            "segments": self.segments,
+            "batches": self.batches,
+            "records": self.records,
+            "logStartOffset": self.log_start_offset,
+            "logEndOffset": self.log_end_offset,
+            "firstOffset": self.first_offset,
+            "lastOffset": self.last_offset,
+            "minTimestamp": self.min_timestamp,
+            "maxTimestamp": self.max_timestamp,
+            "codecs": dict(sorted(self.codecs.items())),
+            "magics": {str(k): v for k, v in sorted(self.magics.items())},
+            "producers": len(self.producer_ids),
+            "idempotentBatches": self.idempotent_batches,
+            "transactionalBatches": self.transactional_batches,
+            "controlBatches": self.control_batches,
+            "offsetGaps": self.offset_gaps,
+            "cleanupPolicy": self.cleanup_policy,
+            "cleanerOffset": self.cleaner_offset,
+            "dirtyRatio": self.dirty_ratio,
+            "error": self.error,
+        }
+
+
+def add_parser(commands) -> None:
+    parser = commands.add_parser(
+        "stats",
+        help="sizes, records, offsets, times, codecs, producers per topic-partition",
+        description="Summarise a data directory (or one partition directory) per "
+        "topic-partition, read-only: sizes, segments, batches and records, offsets and time "
+        "ranges, codecs and format versions, producers, and compaction state.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_target_arguments(parser, what="a data directory or a partition directory")
+    parser.add_argument(
+        "--plot", metavar="FILE.png", help="draw records and bytes over time per partition"
+    )
+    add_quiet_flag(parser)
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    return guarded("stats", lambda: _run(args))
+
+
+def _run(args: argparse.Namespace) -> int:
+    if args.plot:
+        try:
+            import matplotlib  # noqa: F401  (checked before the long read)
+        except ImportError:
+            raise UsageError("--plot needs matplotlib: pip install 'kafkalog[plot]'") from None
+    target = resolve_target(args.path, topics=args.topic)
+    results: list[PartitionStats] = []
+    total = total_bytes([str(p) for p in target.partitions])
+    with (
+        Progress(total, "stats", quiet=args.quiet) as progress,
+        open_logs(target, writable=False) as logs,
+    ):
+        for entry in logs:
+            stats = _new(entry.directory)
+            if entry.log is None:
+                stats.error = entry.error
+            else:
+                collect(entry.log, stats, timeline=bool(args.plot), progress=progress)
+            results.append(stats)
+    if args.plot:
+        from .stats_plot import plot
+
+        plot(results, args.plot)
+    if args.json:
+        for stats in results:
+            write_json(stats.to_dict())
+        write_json(_summary(target.path, results))
+    else:
+        _print_table(target.path, results)
+    for stats in results:
+        if stats.error:
+            print(f"kafkalog stats: {stats.path}: {stats.error}", file=sys.stderr)
+    return EXIT_PROBLEMS if any(s.error for s in results) else EXIT_OK
+
+
+def _new(directory: Path) -> PartitionStats:
+    from ..log.naming import parse_partition_dir_name
+
+    try:
+        tp = parse_partition_dir_name(directory.name).topic_partition
+        return PartitionStats(directory, tp.topic, tp.partition)
+    except KafkalogError:
+        return PartitionStats(directory, None, None)
+
+
+def collect(log, stats: PartitionStats, *, timeline: bool = False, progress=None) -> None:
+    """Fill ``stats`` from ``log`` (a read-only Log), batch headers only."""
+    from ..log.cleaner_manager import log_to_clean, read_cleaner_checkpoint
+
+    stats.cleanup_policy = cleanup_policy(log.config)
+    stats.segments = len(log.segments)
+    stats.log_start_offset, stats.log_end_offset = log.log_start_offset, log.log_end_offset
+    stats.files_size = sum(p.stat().st_size for p in log.dir.iterdir() if p.is_file())
+    if timeline:
+        stats.timeline = (array("q"), array("q"), array("q"))
+    previous_last = None
+    for segment in log.segments:
+        stats.size += segment.size()
+        try:
+            for batch in segment.log.batches():
+                _add_batch(stats, batch, previous_last)
+                previous_last = batch.last_offset
+        except KafkalogError as e:
+            stats.error = str(e)
+            break
+        finally:
+            if progress is not None:
+                progress.advance(segment.size())
+    if log.config.compact and stats.error is None and log.segments:
+        try:
+            stats.cleaner_offset = read_cleaner_checkpoint(log)
+            stats.dirty_ratio = round(log_to_clean(log).cleanable_ratio, 4)
+        except (KafkalogError, OSError) as e:
+            stats.error = f"compaction state: {e}"
+
+
+def _add_batch(stats: PartitionStats, batch, previous_last: int | None) -> None:
+    records = batch.count  # a legacy compressed wrapper decompresses for this
+    last = batch.last_offset
+    first = batch.base_offset
+    stats.batches += 1
+    stats.records += records
+    if stats.first_offset is None:
+        stats.first_offset = first
+    stats.last_offset = last
+    if previous_last is not None and first != previous_last + 1:
+        stats.offset_gaps += 1
+    stats.codecs[batch.compression.name.lower()] += 1
+    stats.magics[batch.magic] += 1
+    if batch.producer_id >= 0:
+        stats.producer_ids.add(batch.producer_id)
+        if batch.is_transactional:
+            stats.transactional_batches += 1
+        else:
+            stats.idempotent_batches += 1
+    if batch.is_control:
+        stats.control_batches += 1
+    high = batch.max_timestamp
+    low = high  # legacy messages and LogAppendTime batches: one timestamp for every record
+    if batch.magic >= 2 and batch.timestamp_type != TimestampType.LOG_APPEND_TIME:
+        low = batch.base_timestamp  # the first record's; with CreateTime the smallest, usually
+    if high != _NO_TIMESTAMP:
+        stats.max_timestamp = (
+            high if stats.max_timestamp is None else max(stats.max_timestamp, high)
+        )
+    if low != _NO_TIMESTAMP:
+        stats.min_timestamp = low if stats.min_timestamp is None else min(stats.min_timestamp, low)
+    if stats.timeline is not None and high != _NO_TIMESTAMP:
+        for column, value in zip(stats.timeline, (high, records, batch.size_in_bytes)):
+            column.append(value)
+
+
+def _summary(path: Path, results: list[PartitionStats]) -> dict:
+    return {
+        "type": "summary",
+        "path": str(path),
+        "partitions": len(results),
+        "topics": len({s.topic for s in results}),
+        "sizeBytes": sum(s.size for s in results),
+        "segments": sum(s.segments for s in results),
+        "batches": sum(s.batches for s in results),
+        "records": sum(s.records for s in results),
+        "errors": sum(bool(s.error) for s in results),
+    }
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n}{unit}" if unit == "B" else f"{n:.1f}{unit}"
+        n /= 1024
+    return str(n)
+
+
+def _print_table(root: Path, results: list[PartitionStats]) -> None:
+    header = (
+        "PARTITION",
+        "SEGMENTS",
+        "SIZE",
+        "RECORDS",
+        "START",
+        "END",
+        "FIRST TIME",
+        "LAST TIME",
+        "CODECS",
+        "PRODUCERS",
+        "POLICY",
+    )
+    rows = []
+    for s in results:
+        codecs = ",".join(sorted(s.codecs)) or "-"
+        policy = s.cleanup_policy
+        if s.dirty_ratio is not None:
+            policy += f" (dirty {s.dirty_ratio:.2f})"
+        rows.append(
+            (
+                s.path.name,
+                str(s.segments),
+                _size(s.size),
+                str(s.records),
+                str(s.log_start_offset),
+                str(s.log_end_offset),
+                format_time(s.min_timestamp),
+                format_time(s.max_timestamp),
+                codecs,
+                str(len(s.producer_ids)),
+                policy,
+            )
+        )
+    summary = _summary(root, results)
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    right = {1, 2, 3, 4, 5, 9}
+    lines = []
+    for row in [header, *rows]:
+        cells = [
+            c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths))
+        ]
+        lines.append("  ".join(cells).rstrip())
+    lines.append("")
+    lines.append(
+        f"{summary['partitions']} partitions of {summary['topics']} topics: "
+        f"{summary['segments']} segments, {_size(summary['sizeBytes'])}, {summary['batches']} "
+        f"batches, {summary['records']} records"
+    )
+    sys.stdout.write("\n".join(lines) + "\n")

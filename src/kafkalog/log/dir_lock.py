@@ -1,0 +1,50 @@
+"""Holding one data directory's ``.lock`` while changing a single partition in it.
+
+A broker, and kafkalog's :class:`~kafkalog.log.manager.LogManager` opened writable, hold an
+exclusive ``flock`` on ``<data dir>/.lock``. A tool that changes one partition directory (recover,
+rebuild an index, compact, apply retention) must hold the same lock, or it could cut a file a
+running broker is appending to.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from pathlib import Path
+from types import TracebackType
+
+from .manager import LOCK_FILE_NAME, DataDirLockedError
+
+__all__ = ["DataDirLock"]
+
+
+class DataDirLock:
+    """The exclusive lock of ``directory`` for a ``with`` block (DataDirLockedError if taken)."""
+
+    def __init__(self, directory: str | os.PathLike) -> None:
+        self.directory = Path(directory)
+        self._fd: int | None = None
+
+    def __enter__(self) -> DataDirLock:
+        fd = os.open(self.directory / LOCK_FILE_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise DataDirLockedError(
+                f"Failed to acquire lock on file .lock in {self.directory}. A Kafka instance or "
+                f"another kafkalog process is currently using this directory.",
+                path=str(self.directory),
+            ) from None
+        self._fd = fd
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # closing releases the flock
+            self._fd = None

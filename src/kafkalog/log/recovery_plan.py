@@ -1,0 +1,419 @@
+"""What opening a partition directory for writing would change, worked out without changing it.
+
+``kafkalog recover`` runs Kafka's recovery (:mod:`.loader`) only with ``--apply``; by default it
+prints this plan. The plan takes the loader's decisions step by step, on files opened read-only:
+
+1. leftovers (``.deleted``, ``.cleaned``, swaps of an unfinished clean) and indexes without a
+   ``.log`` leave the directory (kafkalog moves them to the quarantine where Kafka deletes);
+2. finished cleans (``.swap``) replace the segments they cover and are renamed into place;
+3. a segment whose ``.index`` or ``.timeindex`` is missing or fails Kafka's sanity check has its
+   indexes rebuilt, and so has every segment from the recovery point on after an unclean
+   shutdown; rebuilding walks the log and cuts it at the first invalid batch (failed CRC or
+   framing, offsets going back, an offset the segment cannot index, a torn or zero-filled tail);
+4. after a cut, the later segments leave too: the log now ends in the cut segment.
+
+Then the log's bookkeeping follows its new end: leader epochs starting past it are dropped.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import CorruptIndexError, CorruptRecordError, InvalidRecordError, KafkalogError
+from .checkpoints import LEADER_EPOCH_CHECKPOINT, read_leader_epoch_checkpoint
+from .clock import SystemClock
+from .config import LogConfig
+from .loader import classify_leftovers
+from .naming import (
+    DELETED_FILE_SUFFIX,
+    INDEX_FILE_SUFFIX,
+    LOG_FILE_SUFFIX,
+    SWAP_FILE_SUFFIX,
+    TIME_INDEX_FILE_SUFFIX,
+    TXN_INDEX_FILE_SUFFIX,
+    log_file,
+    offset_from_file_name,
+    offset_index_file,
+    time_index_file,
+)
+from .offset_index import OffsetIndex
+from .segment import LogSegment
+from .time_index import TimeIndex
+from .txn_index import TransactionIndex
+
+__all__ = [
+    "UNREADABLE_END",
+    "PartitionRecoveryPlan",
+    "RecoveryAction",
+    "ValidPrefix",
+    "plan_recovery",
+    "segment_valid_prefix",
+]
+
+# What an action does to ``path``.
+QUARANTINE = "quarantine"  # moved to kafkalog-quarantine/ (Kafka deletes it)
+RENAME = "rename"  # a finished clean's .swap file takes its final name
+REBUILD_INDEXES = "rebuild-indexes"  # .index, .timeindex and .txnindex written anew from the log
+TRUNCATE = "truncate"  # the .log is cut at ``position``; the cut bytes go to the quarantine
+DROP_SEGMENT = "drop-segment"  # a whole segment after a cut goes to the quarantine
+TRIM_LEADER_EPOCHS = "trim-leader-epochs"  # leader-epoch-checkpoint entries past the new end go
+UNREADABLE_END = "unreadable-end"  # not a change: opening fails (Kafka's startup too)
+
+_INDEX_SUFFIXES = (INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX, TXN_INDEX_FILE_SUFFIX)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RecoveryAction:
+    """One change recovery makes, where, and why."""
+
+    action: str
+    path: str
+    reason: str
+    position: int | None = None  # truncate: the byte where the cut falls
+    bytes: int | None = None  # bytes leaving the log (truncate, drop-segment)
+    offset: int | None = None  # the first offset affected, when known
+
+    def to_dict(self) -> dict:
+        return {
+            "action": self.action,
+            "path": self.path,
+            "position": self.position,
+            "bytes": self.bytes,
+            "offset": self.offset,
+            "reason": self.reason,
+        }
+
+
+@dataclass(slots=True)
+class PartitionRecoveryPlan:
+    """Every change recovering one partition directory would make (none: nothing to do)."""
+
+    directory: str
+    actions: list[RecoveryAction] = field(default_factory=list)
+    recovered_from: int | None = None  # base offset from which segments are re-checked
+    log_end_offset: int | None = None  # after recovery (None: no segment)
+
+    @property
+    def changes(self) -> bool:
+        return any(a.action != UNREADABLE_END for a in self.actions)
+
+    @property
+    def unreadable(self) -> bool:
+        """Opening the log would fail: only a recovery that re-checks the last segment helps."""
+        return any(a.action == UNREADABLE_END for a in self.actions)
+
+    @property
+    def bytes_cut(self) -> int:
+        return sum(a.bytes or 0 for a in self.actions if a.action in (TRUNCATE, DROP_SEGMENT))
+
+
+@dataclass(frozen=True, slots=True)
+class ValidPrefix:
+    """How much of a segment recovery keeps: ``valid_bytes`` of ``size``."""
+
+    valid_bytes: int
+    size: int
+    next_offset: int | None  # after the last valid batch (None: no valid batch)
+    reason: str | None  # why the rest goes (None: nothing goes)
+    first_bad_offset: int | None = None
+
+
+def segment_valid_prefix(segment: LogSegment) -> ValidPrefix:
+    """The bytes LogSegment.recover keeps, read-only: batches up to the first that fails its CRC
+    or framing, goes back in offsets, or holds an offset the segment cannot index."""
+    valid, previous_last = 0, None
+    reason, bad_offset = None, None
+    try:
+        for batch in segment.log.batches():
+            try:
+                batch.ensure_valid()
+            except (CorruptRecordError, InvalidRecordError) as e:
+                reason = f"an invalid batch: {e.message}"
+                bad_offset = batch.base_offset if batch.magic >= 2 else batch.last_offset
+                break
+            if previous_last is not None and batch.last_offset <= previous_last:
+                reason = (
+                    f"offsets go back: a batch ending at {batch.last_offset} follows one "
+                    f"ending at {previous_last}"
+                )
+                bad_offset = batch.last_offset
+                break
+            if not segment.can_convert_to_relative_offset(batch.last_offset):
+                reason = f"offset {batch.last_offset} does not fit segment {segment.base_offset}"
+                bad_offset = batch.last_offset
+                break
+            previous_last = batch.last_offset
+            valid += batch.size_in_bytes
+    except (CorruptRecordError, InvalidRecordError) as e:
+        reason = f"corrupt framing: {e.message}"
+    size = segment.log.size_in_bytes()
+    if (reason is None or bad_offset is None) and valid < size:
+        if _all_zeros(segment, valid, size):
+            reason = "a zero-filled tail (preallocated space not written before a crash)"
+        elif reason is None:
+            reason = "a torn last batch (incomplete)"
+    next_offset = None if previous_last is None else previous_last + 1
+    return ValidPrefix(valid, size, next_offset, reason if valid < size else None, bad_offset)
+
+
+def _all_zeros(segment: LogSegment, start: int, end: int) -> bool:
+    for position in range(start, end, 1 << 20):
+        if segment.log.read(position, min(end - position, 1 << 20)).strip(b"\0"):
+            return False
+    return True
+
+
+def plan_recovery(
+    directory: str | os.PathLike,
+    *,
+    recovery_point: int = 0,
+    had_clean_shutdown: bool = True,
+    log_start_offset: int = 0,
+    config: LogConfig | None = None,
+) -> PartitionRecoveryPlan:
+    """What :func:`kafkalog.log.loader.load_segments` with ``writable=True`` would do to
+    ``directory``, with the same arguments; reads only."""
+    directory = Path(directory)
+    config = config or LogConfig()
+    clock = SystemClock()
+    plan = PartitionRecoveryPlan(str(directory))
+    actions = plan.actions
+
+    deleted, cleaned, invalid_swaps, valid_swaps = classify_leftovers(directory)
+    for path in deleted + cleaned + invalid_swaps:
+        why = (
+            "scheduled for deletion by retention or the cleaner"
+            if path.name.endswith(DELETED_FILE_SUFFIX)
+            else "left by an unfinished log clean"
+            if path in cleaned
+            else "swap file of an unfinished operation (at or above a .cleaned file's offset)"
+        )
+        actions.append(RecoveryAction(action=QUARANTINE, path=str(path), reason=why))
+
+    logs = {
+        offset_from_file_name(p.name): p
+        for p in sorted(directory.iterdir())
+        if p.is_file() and p.name.endswith(LOG_FILE_SUFFIX)
+    }
+    ends: dict[int, int | None] = {}  # base -> next offset, for the final log end
+    replaced: set[int] = set()
+    swap_bases: list[int] = []
+    for swap_log in valid_swaps:
+        base = offset_from_file_name(swap_log.name)
+        with _open(directory, base, config, clock, SWAP_FILE_SUFFIX) as segment:
+            prefix = segment_valid_prefix(segment)
+        _cut(actions, swap_log, prefix)
+        end = prefix.next_offset or base
+        covered = sorted(b for b in logs if base <= b < max(end, base + 1))
+        replaced.update(covered)
+        swap_bases.append(base)
+        ends[base] = prefix.next_offset
+        for b in covered:
+            for path in _segment_files(logs[b]):
+                actions.append(
+                    RecoveryAction(
+                        action=QUARANTINE,
+                        path=str(path),
+                        offset=b,
+                        reason=f"replaced by the finished clean {swap_log.name}",
+                    )
+                )
+        for path in sorted(
+            directory.glob(
+                f"{swap_log.name[: -len(LOG_FILE_SUFFIX + SWAP_FILE_SUFFIX)]}.*{SWAP_FILE_SUFFIX}"
+            )
+        ):
+            actions.append(
+                RecoveryAction(
+                    action=RENAME,
+                    path=str(path),
+                    offset=base,
+                    reason=f"a finished clean: renamed to {path.name[: -len(SWAP_FILE_SUFFIX)]}",
+                )
+            )
+
+    for path in sorted(directory.iterdir()):
+        if path.is_file() and path.name.endswith(_INDEX_SUFFIXES):
+            if offset_from_file_name(path.name) not in logs:
+                actions.append(
+                    RecoveryAction(
+                        action=QUARANTINE, path=str(path), reason="index without a .log file"
+                    )
+                )
+
+    bases = sorted((set(logs) - replaced) | set(swap_bases))
+    recovered_from = None
+    if not had_clean_shutdown and bases:
+        below = [b for b in bases if b <= recovery_point]
+        recovered_from = below[-1] if below else bases[0]
+    plan.recovered_from = recovered_from
+
+    cut_at: int | None = None  # index in ``bases`` of the segment a cut ends the log in
+    for i, base in enumerate(bases):
+        if base in swap_bases:
+            continue
+        path = logs[base]
+        rebuild_reason = None
+        if recovered_from is not None and base >= recovered_from:
+            rebuild_reason = (
+                f"recovered after an unclean shutdown (at or after the recovery point "
+                f"{recovery_point})"
+            )
+        else:
+            rebuild_reason = _index_problem(directory, base, config)
+        if rebuild_reason is None:
+            ends[base] = None
+            continue
+        actions.append(
+            RecoveryAction(
+                action=REBUILD_INDEXES, path=str(path), offset=base, reason=rebuild_reason
+            )
+        )
+        with _open(directory, base, config, clock, "") as segment:
+            prefix = segment_valid_prefix(segment)
+        ends[base] = prefix.next_offset
+        if _cut(actions, path, prefix):
+            cut_at = i
+            break
+
+    if cut_at is not None:
+        for base in bases[cut_at + 1 :]:
+            source = logs.get(base) or log_file(directory, base, SWAP_FILE_SUFFIX)
+            for path in _segment_files(source):
+                actions.append(
+                    RecoveryAction(
+                        action=DROP_SEGMENT,
+                        path=str(path),
+                        offset=base,
+                        bytes=path.stat().st_size if path.name.endswith(LOG_FILE_SUFFIX) else None,
+                        reason=f"after the cut in segment {bases[cut_at]}: the log ends there",
+                    )
+                )
+        bases = bases[: cut_at + 1]
+    plan.log_end_offset = _log_end(
+        plan, directory, bases, ends, logs, config, clock, log_start_offset
+    )
+    _plan_leader_epochs(directory, plan)
+    return plan
+
+
+def _cut(actions: list[RecoveryAction], path: Path, prefix: ValidPrefix) -> bool:
+    if prefix.reason is None:
+        return False
+    actions.append(
+        RecoveryAction(
+            action=TRUNCATE,
+            path=str(path),
+            position=prefix.valid_bytes,
+            bytes=prefix.size - prefix.valid_bytes,
+            offset=prefix.first_bad_offset or prefix.next_offset,
+            reason=prefix.reason,
+        )
+    )
+    return True
+
+
+def _segment_files(log: Path) -> list[Path]:
+    """A segment's .log and its indexes that exist (with the log's own suffix, if any)."""
+    name = log.name
+    stem, rest = name.split(".", 1)
+    status = rest[len("log") :]  # "" or ".swap"
+    files = [log]
+    for suffix in _INDEX_SUFFIXES:
+        other = log.with_name(f"{stem}{suffix}{status}")
+        if other.exists():
+            files.append(other)
+    return files
+
+
+def _index_problem(directory: Path, base: int, config: LogConfig) -> str | None:
+    """Why the loader would rebuild this segment's indexes, or None. The sanity checks read the
+    files as a writable open would (every slot counts), but without opening them for writing."""
+    kinds = (
+        (OffsetIndex, offset_index_file(directory, base)),
+        (TimeIndex, time_index_file(directory, base)),
+    )
+    for _kind, file in kinds:
+        if not file.exists():
+            return f"missing index {file.name}"
+    try:
+        for kind, file in kinds:
+            index = kind(file, base, max_index_size=config["segment.index.bytes"])
+            try:
+                index.sanity_check()
+            finally:
+                index.close()
+        txn = TransactionIndex(directory / f"{base:020d}{TXN_INDEX_FILE_SUFFIX}", base)
+        try:
+            txn.sanity_check()
+        finally:
+            txn.close()
+    except CorruptIndexError as e:
+        return f"corrupt index: {e.message}"
+    return None
+
+
+def _log_end(plan, directory, bases, ends, logs, config, clock, log_start_offset) -> int | None:
+    """The log end offset after recovery. A last segment recovery does not re-check is read as
+    opening reads it: to its last complete batch, which fails on corrupt framing."""
+    if not bases:
+        return None
+    last = bases[-1]
+    if ends.get(last) is not None:
+        return ends[last]
+    suffix = "" if last in logs else SWAP_FILE_SUFFIX
+    with _open(directory, last, config, clock, suffix) as segment:
+        try:
+            next_offset = segment.read_next_offset()
+        except CorruptRecordError as e:
+            prefix = segment_valid_prefix(segment)
+            next_offset = prefix.next_offset
+            plan.actions.append(
+                RecoveryAction(
+                    action=UNREADABLE_END,
+                    path=str(segment.log.path),
+                    position=e.position,
+                    reason=f"opening the log fails reading its end ({e.message}), as a broker's "
+                    f"startup would; recover --full re-checks the segment and cuts it there",
+                )
+            )
+    return max(next_offset if next_offset is not None else last, log_start_offset)
+
+
+def _plan_leader_epochs(directory: Path, plan: PartitionRecoveryPlan) -> None:
+    path = directory / LEADER_EPOCH_CHECKPOINT
+    if plan.log_end_offset is None or not path.exists():
+        return
+    try:
+        entries = read_leader_epoch_checkpoint(path)
+    except (KafkalogError, OSError):
+        return  # verify reports it; Log.open would fail on it and say so
+    beyond = [e for e in entries if e.start_offset >= plan.log_end_offset]
+    if beyond:
+        epochs = ", ".join(f"{e.epoch}@{e.start_offset}" for e in beyond)
+        plan.actions.append(
+            RecoveryAction(
+                action=TRIM_LEADER_EPOCHS,
+                path=str(path),
+                offset=plan.log_end_offset,
+                reason=f"epochs starting at or past the new log end offset {plan.log_end_offset} "
+                f"go: {epochs}",
+            )
+        )
+
+
+class _open:
+    """A segment opened read-only for the length of a ``with`` block."""
+
+    def __init__(self, directory, base, config, clock, suffix) -> None:
+        self._segment = LogSegment.open(
+            directory, base, config, clock, writable=False, suffix=suffix
+        )
+
+    def __enter__(self) -> LogSegment:
+        return self._segment
+
+    def __exit__(self, *exc) -> None:
+        self._segment.close()
