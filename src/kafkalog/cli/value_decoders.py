@@ -81,3 +81,73 @@ def decoder(name: str) -> Callable[[bytes | None], object]:
         raise ValueError(
             f"unknown decoder {name!r}: choose one of {', '.join(DECODER_NAMES)}"
         ) from None
+
+
+# -- the way back: text produced by a decoder -> the original bytes (``produce`` reads JSON lines)
+class ValueEncodeError(ValueError):
+    """Raised when a value does not fit the encoding it claims (the caller adds the line)."""
+
+
+def _encode_utf8(value: object) -> bytes:
+    if not isinstance(value, str):
+        raise ValueEncodeError(f"utf8 needs a string, not {type(value).__name__}")
+    try:
+        return value.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise ValueEncodeError(f"not encodable as UTF-8 ({e.reason})") from None
+
+
+def _encode_hex(value: object) -> bytes:
+    if not isinstance(value, str):
+        raise ValueEncodeError(f"hex needs a string, not {type(value).__name__}")
+    try:
+        return bytes.fromhex(value)
+    except ValueError as e:
+        raise ValueEncodeError(f"not hex ({e})") from None
+
+
+def _encode_base64(value: object) -> bytes:
+    if not isinstance(value, str):
+        raise ValueEncodeError(f"base64 needs a string, not {type(value).__name__}")
+    try:
+        return base64.b64decode(value, validate=True)
+    except ValueError as e:
+        raise ValueEncodeError(f"not base64 ({e})") from None
+
+
+def _encode_json(value: object) -> bytes:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def _encode_int(width: int) -> Callable[[object], bytes]:
+    def encode(value: object) -> bytes:
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise ValueEncodeError(f"int{width * 8} needs an integer, not {value!r}")
+        try:
+            return value.to_bytes(width, "big", signed=True)
+        except OverflowError:
+            raise ValueEncodeError(f"{value} does not fit int{width * 8}") from None
+
+    return encode
+
+
+ENCODERS: dict[str, Callable[[object], bytes]] = {
+    "utf8": _encode_utf8,
+    "hex": _encode_hex,
+    "base64": _encode_base64,
+    "json": _encode_json,
+    "int32": _encode_int(4),
+    "int64": _encode_int(8),
+}
+"""Decoder name -> its inverse: ``ENCODERS[n](DECODERS[n](b)) == b`` for every decoder except
+``json``, which gives back compact JSON (the same bytes only when the original was compact)."""
+
+
+def encoder(name: str) -> Callable[[object], bytes]:
+    """The inverse of decoder ``name``; ``ValueError`` listing the choices for an unknown name."""
+    try:
+        return ENCODERS[name]
+    except KeyError:
+        raise ValueError(
+            f"unknown encoding {name!r}: choose one of {', '.join(DECODER_NAMES)}"
+        ) from None

@@ -1,0 +1,68 @@
+"""Exit statuses of the commands that read and write records (produce, consume, export).
+
+One mapping, so the same failure gives the same status everywhere: 2 for options that cannot
+work, 1 for data problems (corrupt records, offsets that are gone, input that is not a record),
+3 for files and directories that cannot be read or written (or are locked by another writer).
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from collections.abc import Callable
+from contextlib import contextmanager
+
+from ..errors import KafkalogError
+
+EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_IO = 0, 1, 2, 3
+
+
+def report(command: str, message: object) -> None:
+    print(f"kafkalog {command}: {message}", file=sys.stderr, flush=True)
+
+
+def exit_status(command: str, error: BaseException) -> int:
+    """Report ``error`` on stderr and return its exit status."""
+    from ..log.manager import DataDirLockedError
+    from ..spark.options import OptionError
+
+    if isinstance(error, OptionError):
+        report(command, error)
+        return EXIT_USAGE
+    if isinstance(error, DataDirLockedError):
+        report(command, error)
+        return EXIT_IO
+    if isinstance(error, (KafkalogError, ValueError)):
+        report(command, error)
+        return EXIT_PROBLEMS
+    if isinstance(error, OSError):
+        where = f"{error.filename}: " if error.filename else ""
+        report(command, f"{where}{error.strerror or error}")
+        return EXIT_IO
+    raise error
+
+
+@contextmanager
+def warnings_to_stderr(command: str):
+    """Show warnings (skipped data with failOnDataLoss off, ignored options) as one line each."""
+
+    def show(message, category, filename, lineno, file=None, line=None) -> None:
+        text = str(message)
+        text = text.removeprefix("kafkalog: ")
+        report(command, f"warning: {text}")
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always")
+        warnings.showwarning = show
+        yield
+
+
+def guarded(command: str, body: Callable[[], int]) -> int:
+    """Run ``body``; expected failures become a message and an exit status."""
+    with warnings_to_stderr(command):
+        try:
+            return body()
+        except (KafkalogError, ValueError, OSError) as e:
+            if isinstance(e, BrokenPipeError):
+                raise
+            return exit_status(command, e)

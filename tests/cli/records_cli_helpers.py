@@ -1,0 +1,94 @@
+"""Running ``produce``, ``consume`` and ``export``: as the real console script (a subprocess,
+stdin and stdout as pipes) or in-process through ``main()``; and kafka-python's view of the
+files they write (an independent decoder)."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import subprocess
+import sys
+from contextlib import redirect_stderr
+from dataclasses import dataclass
+from pathlib import Path
+
+from kafka.record import MemoryRecords as KpMemoryRecords
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "arrow"))
+from arrow_data import T0, kp_records  # shared with the Arrow API tests
+
+__all__ = ["T0", "KpBatch", "cli", "json_lines", "kafkalog_exe", "kp_batches", "kp_records",
+           "main_in_process"]  # fmt: skip
+
+
+def kafkalog_exe() -> list[str]:
+    exe = Path(sys.executable).with_name("kafkalog")
+    if exe.exists():
+        return [str(exe)]
+    found = shutil.which("kafkalog")
+    return [found] if found else [sys.executable, "-m", "kafkalog.cli.main"]
+
+
+def cli(*args, stdin: bytes | None = None, status: int | None = 0) -> subprocess.CompletedProcess:
+    """The console script in a subprocess; checks the exit status unless ``status`` is None."""
+    proc = subprocess.run(
+        [*kafkalog_exe(), *map(str, args)], input=stdin, capture_output=True, timeout=120,
+        check=False,
+    )  # fmt: skip
+    if status is not None:
+        assert proc.returncode == status, (proc.returncode, proc.stderr.decode()[-2000:])
+    return proc
+
+
+@dataclass
+class Result:
+    status: int
+    stdout: bytes
+    stderr: str
+
+
+def main_in_process(capsysbinary, *args, status: int | None = 0) -> Result:
+    """``kafkalog.cli.main.main(args)`` with stdout captured as bytes."""
+    from kafkalog.cli.main import main
+
+    err = io.StringIO()
+    capsysbinary.readouterr()
+    with redirect_stderr(err):
+        code = main([str(a) for a in args])
+    out = capsysbinary.readouterr()
+    result = Result(code, out.out, err.getvalue() + out.err.decode(errors="replace"))
+    if status is not None:
+        assert code == status, (code, result.stderr[-2000:])
+    return result
+
+
+def json_lines(data: bytes) -> list[dict]:
+    return [json.loads(line) for line in data.decode().splitlines() if line]
+
+
+@dataclass(frozen=True)
+class KpBatch:
+    base_offset: int
+    magic: int
+    codec: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    transactional: bool
+    control: bool
+    crc_ok: bool
+    records: list  # (offset, timestamp, key, value, headers)
+
+
+def kp_batches(partition_dir: Path) -> list[KpBatch]:
+    out = []
+    for log in sorted(partition_dir.glob("*.log")):
+        records = KpMemoryRecords(log.read_bytes())
+        while (b := records.next_batch()) is not None:
+            out.append(KpBatch(
+                b.base_offset, b.magic, b.compression_type, b.producer_id, b.producer_epoch,
+                b.base_sequence, b.is_transactional, b.is_control_batch, b.validate_crc(),
+                [(r.offset, r.timestamp, r.key, r.value, list(r.headers)) for r in b],
+            ))  # fmt: skip
+    return out
