@@ -20,6 +20,7 @@ from . import (
     rebuild_index,
     recover,
     retention,
+    serve,
     stats,
     transactions,
     verify,
@@ -42,6 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands.required = True
     dump.add_parser(commands)
     verify.add_parser(commands)
+    serve.add_parser(commands)
     produce.add_parser(commands)
     consume.add_parser(commands)
     export.add_parser(commands)

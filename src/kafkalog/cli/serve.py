@@ -1,0 +1,84 @@
+"""``kafkalog serve DATA_DIR``: a single-node Kafka-compatible broker over a data directory."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from pathlib import Path
+
+from ..errors import KafkalogError
+
+EXAMPLES = """\
+examples:
+  kafkalog serve ./data                          # clients bootstrap from 127.0.0.1:9092
+  kafkalog serve ./data --listen 0.0.0.0:9092 --advertised-host myhost
+  kafkalog serve ./data --listen 127.0.0.1:0     # any free port, printed on start
+"""
+
+
+def _listen(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {text!r}")
+    return host.strip("[]") or "0.0.0.0", int(port)
+
+
+def add_parser(commands) -> None:
+    p = commands.add_parser(
+        "serve",
+        help="serve a data directory to Kafka clients (single node)",
+        description="Run a single-node broker speaking the Kafka protocol over DATA_DIR: "
+        "produce, fetch, consumer groups and transactions from any Kafka client.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("data_dir", metavar="DATA_DIR", type=Path, nargs="+", help="log directories")
+    p.add_argument("--listen", type=_listen, default=("127.0.0.1", 9092), metavar="HOST:PORT")
+    p.add_argument("--advertised-host", help="host name given to clients (default: listen host)")
+    p.add_argument("--node-id", type=int, default=0)
+    p.add_argument("--num-partitions", type=int, default=1, help="for auto-created topics")
+    p.add_argument("--no-auto-create-topics", action="store_true")
+    p.add_argument("--max-request-bytes", type=int, default=100 * 1024 * 1024)
+    p.add_argument("--max-connections", type=int, default=1000)
+    p.add_argument("--max-connections-per-ip", type=int, default=1000)
+    p.add_argument("--no-sendfile", action="store_true", help="copy fetched records instead")
+    p.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..server.app import serve
+    from ..server.config import ServerConfig
+
+    logging.basicConfig(
+        level=args.log_level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(message)s"
+    )
+    host, port = args.listen
+    config = ServerConfig(
+        data_dirs=list(args.data_dir),
+        host=host,
+        port=port,
+        advertised_host=args.advertised_host,
+        node_id=args.node_id,
+        num_partitions=args.num_partitions,
+        auto_create_topics_enable=not args.no_auto_create_topics,
+        socket_request_max_bytes=args.max_request_bytes,
+        max_connections=args.max_connections,
+        max_connections_per_ip=args.max_connections_per_ip,
+        sendfile=not args.no_sendfile,
+    )
+
+    def ready(broker) -> None:
+        print(f"kafkalog serving {broker.host}:{broker.port}", file=sys.stderr, flush=True)
+
+    try:
+        asyncio.run(serve(config, ready=ready))
+    except KafkalogError as e:
+        print(f"kafkalog serve: {e}", file=sys.stderr)
+        return 1
+    except OSError as e:
+        print(f"kafkalog serve: {e}", file=sys.stderr)
+        return 3
+    return 0

@@ -1,0 +1,171 @@
+"""The asyncio server: accepts connections within limits, runs them, shuts down cleanly.
+
+Starting opens the data directory writable through the log layer, which recovers every log if
+the last run did not end with ``.kafka_cleanshutdown``. Stopping (SIGTERM, SIGINT or
+:meth:`Server.stop`) stops accepting, closes the connections, runs the coordinators' shutdown
+hooks and closes the logs, which flushes them, writes the checkpoints and the clean-shutdown
+marker, so the next start skips recovery.
+
+:class:`BackgroundServer` runs one in a thread, for tests and for programs embedding a broker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import socket
+import threading
+from collections import Counter
+from collections.abc import Callable
+
+from .broker import Broker
+from .config import ServerConfig
+from .connection import Connection
+
+__all__ = ["BackgroundServer", "Server", "serve"]
+
+log = logging.getLogger("kafkalog.server")
+
+
+class Server:
+    def __init__(self, broker: Broker) -> None:
+        self.broker = broker
+        self._server: asyncio.base_events.Server | None = None
+        self._tasks: set[asyncio.Task] = set()
+        self._per_ip: Counter = Counter()
+        self._next_id = 0
+
+    async def start(self) -> None:
+        config = self.broker.config
+        await self.broker.install_handlers()
+        self._server = await asyncio.start_server(
+            self._accept, config.host, config.port, reuse_address=True
+        )
+        bound = self._server.sockets[0].getsockname()
+        self.broker.port = bound[1]  # the real port when 0 asked for any free one
+        log.info("listening on %s:%d", config.host, self.broker.port)
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        config = self.broker.config
+        stats = self.broker.stats
+        peer = writer.get_extra_info("peername")
+        ip = peer[0] if peer else "?"
+        if len(self._tasks) >= config.max_connections or (
+            self._per_ip[ip] >= config.max_connections_per_ip
+        ):
+            stats.connections_rejected += 1
+            log.warning("connection from %s refused: connection limit reached", ip)
+            writer.close()
+            return
+        sock = writer.get_extra_info("socket")
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        stats.connections_accepted += 1
+        self._next_id += 1
+        self._per_ip[ip] += 1
+        task = asyncio.current_task()
+        self._tasks.add(task)
+        try:
+            await Connection(self.broker, reader, writer, self._next_id).run()
+        finally:
+            self._tasks.discard(task)
+            self._per_ip[ip] -= 1
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        for task in list(self._tasks):
+            task.cancel()
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.broker.shutdown()
+        log.info(
+            "stopped cleanly: %d connections, %d bytes sent with sendfile, %d copied",
+            self.broker.stats.connections_accepted,
+            self.broker.stats.sendfile_bytes,
+            self.broker.stats.copied_record_bytes,
+        )
+
+
+async def serve(
+    config: ServerConfig,
+    *,
+    ready: Callable[[Broker], None] | None = None,
+    stop: asyncio.Event | None = None,
+) -> None:
+    """Run until SIGTERM/SIGINT (or ``stop`` is set), then shut down cleanly."""
+    stop = stop or asyncio.Event()
+    server = Server(Broker(config))
+    try:
+        await server.start()
+    except BaseException:
+        await server.broker.shutdown()
+        raise
+    loop = asyncio.get_running_loop()
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+    if ready is not None:
+        ready(server.broker)
+    try:
+        await stop.wait()
+    finally:
+        await server.stop()
+
+
+class BackgroundServer:
+    """A server on its own thread and event loop: ``with BackgroundServer(config) as s:``."""
+
+    def __init__(self, config: ServerConfig) -> None:
+        self.config = config
+        self.broker: Broker | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="kafkalog-server", daemon=True)
+
+    @property
+    def bootstrap(self) -> str:
+        return f"{self.config.host}:{self.broker.port}"
+
+    def _run(self) -> None:
+        async def main() -> None:
+            self._loop = asyncio.get_running_loop()
+            self._stop = asyncio.Event()
+
+            def ready(broker: Broker) -> None:
+                self.broker = broker
+                self._ready.set()
+
+            await serve(self.config, ready=ready, stop=self._stop)
+
+        try:
+            asyncio.run(main())
+        except BaseException as e:
+            self._error = e
+        finally:
+            self._ready.set()
+
+    def start(self) -> BackgroundServer:
+        self._thread.start()
+        self._ready.wait()
+        if self._error is not None:
+            raise self._error
+        return self
+
+    def stop(self) -> None:
+        if self._loop is not None and self._stop is not None and self._thread.is_alive():
+            self._loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+
+    def __enter__(self) -> BackgroundServer:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()

@@ -1,0 +1,169 @@
+"""The broker: one node that leads every partition of its data directory.
+
+It owns the :class:`~kafkalog.log.manager.LogManager` (opened writable, so an unclean shutdown
+is recovered on start and a clean one writes ``.kafka_cleanshutdown``), the table of request
+handlers, and the appends every producer and coordinator goes through. With one replica the
+high watermark is the log end offset, so an append is committed when it returns; ``acks=all``
+additionally waits for :meth:`Broker.flush`, an fsync, so an acknowledged record survives a
+power cut and not only a crash of this process.
+
+Interface for the coordinators (:mod:`kafkalog.server.coordination`): ``log_manager``, ``node_id``,
+``host``, ``port``, ``config``, ``register``, ``append_records``, ``flush``,
+``ensure_internal_topic`` and ``add_shutdown_hook``; ``install(broker)`` is awaited on start.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
+import logging
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ..errors import KafkalogError
+from ..format.validator_types import AppendOrigin
+from ..log.log import Log, LogAppendInfo
+from ..log.manager import LogManager
+from ..log.meta_properties import META_PROPERTIES_FILE_NAME, read_meta_properties
+from ..log.naming import TopicPartition
+from .config import ServerConfig
+from .handlers import Handler
+
+__all__ = ["INTERNAL_TOPICS", "Broker", "BrokerStats"]
+
+log = logging.getLogger("kafkalog.server")
+
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+
+
+class InternalTopicError(KafkalogError):
+    code = 17  # INVALID_TOPIC_EXCEPTION: clients may not append to internal topics
+
+
+@dataclass
+class BrokerStats:
+    """Counters a test or an operator can read: requests, bytes sent with and without sendfile."""
+
+    requests: Counter = field(default_factory=Counter)
+    sendfile_bytes: int = 0
+    copied_record_bytes: int = 0
+    connections_accepted: int = 0
+    connections_rejected: int = 0
+    connections_closed_on_error: int = 0
+
+
+class Broker:
+    """A single Kafka node over a kafkalog data directory."""
+
+    def __init__(self, config: ServerConfig, *, log_manager: LogManager | None = None) -> None:
+        self.config = config
+        self.log_manager = log_manager or LogManager(config.data_dirs, writable=True, create=True)
+        self.node_id = config.node_id
+        self.host = config.advertised
+        self.port = config.port
+        self.stats = BrokerStats()
+        self.handlers: dict[int, Handler] = {}
+        self._shutdown_hooks: list[Callable] = []
+        self._data_waiters: set[asyncio.Future] = set()
+        meta_path = self.log_manager.data_dirs[0] / META_PROPERTIES_FILE_NAME
+        self.cluster_id = (
+            read_meta_properties(meta_path).cluster_id if meta_path.exists() else None
+        ) or "kafkalog"
+        for note_log in self.log_manager.logs.values():
+            for note in note_log.load_notes:
+                log.warning("%s: %s", note_log.dir, note)
+
+    # -- the coordinators' interface ---------------------------------------------------------------
+    def register(self, api_key: int, handler: Handler) -> None:
+        self.handlers[api_key] = handler
+
+    def add_shutdown_hook(self, hook: Callable) -> None:
+        self._shutdown_hooks.append(hook)
+
+    def ensure_internal_topic(self, name: str, partitions: int, configs: dict[str, str]) -> None:
+        if name not in self.log_manager.topics():
+            self.log_manager.create_topic(name, partitions, configs)
+
+    async def append_records(
+        self, topic: str, partition: int, records: bytes, *, origin: str
+    ) -> tuple[int, int]:
+        info = self.append(topic, partition, records, origin=origin)
+        return info.first_offset, info.last_offset
+
+    async def flush(self, topic: str, partition: int) -> None:
+        found = self.log_manager.get_log(TopicPartition(topic, partition))
+        if found is not None:
+            found.flush()
+
+    # -- appends and reads -------------------------------------------------------------------------
+    def get_log(self, topic: str, partition: int) -> Log | None:
+        return self.log_manager.get_log(TopicPartition(topic, partition))
+
+    def leader_epoch(self, partition_log: Log) -> int:
+        """The epoch this node leads with: the newest in the partition's leader-epoch cache."""
+        latest = partition_log.leader_epoch_cache.latest_epoch()
+        return 0 if latest is None else latest
+
+    def append(self, topic: str, partition: int, records, *, origin: str) -> LogAppendInfo:
+        """Validate and append as the leader (origin "client" or "coordinator"), wake fetches."""
+        if origin == "client" and topic in INTERNAL_TOPICS:
+            raise InternalTopicError(f"Cannot append to internal topic {topic}")
+        tp = TopicPartition(topic, partition)
+        target = (
+            self.log_manager.get_log(tp)
+            if origin == "client"
+            else self.log_manager.get_or_create_log(tp)
+        )
+        if target is None:
+            raise KafkalogError(f"This server does not host this topic-partition {tp}")
+        info = target.append_as_leader(
+            records, leader_epoch=self.leader_epoch(target), origin=AppendOrigin(origin)
+        )
+        self.notify_data()
+        return info
+
+    def notify_data(self) -> None:
+        waiters, self._data_waiters = self._data_waiters, set()
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+
+    async def wait_for_data(self, timeout_s: float) -> None:
+        """Return when anything is appended or the timeout passes (a fetch's max wait)."""
+        waiter = asyncio.get_running_loop().create_future()
+        self._data_waiters.add(waiter)
+        try:
+            await asyncio.wait_for(waiter, timeout_s)
+        except asyncio.TimeoutError:
+            pass
+        finally:
+            self._data_waiters.discard(waiter)
+
+    # -- life cycle --------------------------------------------------------------------------------
+    async def install_handlers(self) -> None:
+        """The broker's own APIs, then the coordinators' if their module is present."""
+        from . import routes
+
+        routes.install(self)
+        try:
+            coordination = importlib.import_module(f"{__package__}.coordination")
+        except ModuleNotFoundError as e:
+            if e.name != f"{__package__}.coordination":
+                raise
+            log.warning("no group or transaction coordinator available")
+            return
+        await coordination.install(self)
+
+    async def shutdown(self) -> None:
+        """Run the shutdown hooks, then close the logs: checkpoints and the clean marker."""
+        for hook in reversed(self._shutdown_hooks):
+            try:
+                result = hook()
+                if inspect.isawaitable(result):
+                    await result
+            except Exception:
+                log.exception("shutdown hook %r failed", hook)
+        self.notify_data()
+        self.log_manager.close()

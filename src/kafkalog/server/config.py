@@ -1,0 +1,35 @@
+"""The server's settings, named after the broker configs they mirror."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..protocol import DEFAULT_MAX_REQUEST_SIZE
+
+__all__ = ["ServerConfig"]
+
+
+@dataclass
+class ServerConfig:
+    """What ``kafkalog serve`` runs with; defaults are Kafka's where Kafka has one."""
+
+    data_dirs: list[Path]
+    host: str = "127.0.0.1"
+    port: int = 9092
+    advertised_host: str | None = None  # advertised.listeners: the host clients are told
+    node_id: int = 0
+    socket_request_max_bytes: int = DEFAULT_MAX_REQUEST_SIZE  # socket.request.max.bytes
+    max_connections: int = 1000  # max.connections
+    max_connections_per_ip: int = 1000  # max.connections.per.ip
+    connections_max_idle_ms: int = 10 * 60 * 1000  # connections.max.idle.ms
+    num_partitions: int = 1  # num.partitions, for auto-created topics
+    auto_create_topics_enable: bool = True  # auto.create.topics.enable
+    sendfile: bool = True  # send fetched records with os.sendfile where the transport allows
+    offsets_topic_num_partitions: int = 50  # offsets.topic.num.partitions
+    transaction_state_log_num_partitions: int = 50  # transaction.state.log.num.partitions
+    extra: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def advertised(self) -> str:
+        return self.advertised_host or self.host

@@ -1,0 +1,176 @@
+"""One client connection: frames in, requests handled one at a time, responses out in order.
+
+Kafka processes a connection's requests in order and answers in the same order (clients match
+answers to requests by position as well as correlation id), so a connection is a single loop.
+A request that cannot be read, an API or version we do not serve (except ApiVersions, answered
+with UNSUPPORTED_VERSION and our versions, as KIP-511 requires) or an oversized frame closes
+this connection only; other clients are never affected.
+
+Fetched records are windows of segment files. They go out with ``loop.sendfile`` (the kernel's
+``sendfile``) where the transport is a plain socket, and are copied through user space
+otherwise; both are counted in :class:`~kafkalog.server.broker.BrokerStats`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from typing import Any
+
+from ..protocol import (
+    API_NAMES,
+    ApiKey,
+    FrameBuffer,
+    ProtocolError,
+    UnsupportedVersionError,
+    decode_request,
+    encode_response,
+    peek_header,
+)
+from .broker import Broker
+from .handlers import RequestContext
+
+__all__ = ["Connection"]
+
+log = logging.getLogger("kafkalog.server")
+_READ_SIZE = 256 * 1024
+
+
+class _FileWindow:
+    """The file object ``loop.sendfile`` wants, over a segment file's descriptor (not owned)."""
+
+    mode = "rb"
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+
+    def fileno(self) -> int:
+        return self._fd
+
+    def seek(self, *_args: Any) -> None:  # positions are passed explicitly
+        return None
+
+
+class Connection:
+    def __init__(
+        self,
+        broker: Broker,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        connection_id: int,
+    ) -> None:
+        self.broker = broker
+        self.reader = reader
+        self.writer = writer
+        self.connection_id = connection_id
+        peer = writer.get_extra_info("peername")
+        self.client_host = f"/{peer[0]}" if peer else "/unknown"
+        self.frames = FrameBuffer(broker.config.socket_request_max_bytes)
+        self.sendfile_ok = broker.config.sendfile
+
+    async def run(self) -> None:
+        idle_s = self.broker.config.connections_max_idle_ms / 1000
+        try:
+            while True:
+                try:
+                    data = await asyncio.wait_for(self.reader.read(_READ_SIZE), idle_s)
+                except asyncio.TimeoutError:
+                    log.info("connection %s idle for %.0f s: closed", self.client_host, idle_s)
+                    return
+                if not data:
+                    return
+                self.frames.feed(data)
+                while (frame := self.frames.next_frame()) is not None:
+                    if not await self._process(frame):
+                        return
+        except ProtocolError as e:
+            self._protocol_error(e)
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            self.writer.close()
+            try:
+                await self.writer.wait_closed()
+            except (ConnectionError, OSError):
+                pass
+
+    def _protocol_error(self, e: Exception) -> None:
+        self.broker.stats.connections_closed_on_error += 1
+        log.warning("closing connection from %s: %s", self.client_host, e)
+
+    async def _process(self, frame: bytes) -> bool:
+        """Handle one request; False when the connection must close."""
+        try:
+            request = decode_request(frame)
+        except UnsupportedVersionError as e:
+            api_key, _, correlation_id = peek_header(frame)
+            if api_key != ApiKey.API_VERSIONS:
+                self._protocol_error(e)
+                return False
+            from .metadata import api_versions_body  # what we serve, for the client to retry
+
+            body = api_versions_body(self.broker, error_code=e.code)
+            await self._send(encode_response(ApiKey.API_VERSIONS, 0, correlation_id, body))
+            return True
+        except ProtocolError as e:
+            self._protocol_error(e)
+            return False
+        header = request.header
+        handler = self.broker.handlers.get(header.api_key)
+        if handler is None:
+            self._protocol_error(
+                UnsupportedVersionError(f"{API_NAMES[header.api_key]} is not served")
+            )
+            return False
+        self.broker.stats.requests[request.name] += 1
+        context = RequestContext(
+            api_key=header.api_key,
+            api_version=header.api_version,
+            correlation_id=header.correlation_id,
+            client_id=header.client_id,
+            client_host=self.client_host,
+            connection_id=self.connection_id,
+        )
+        try:
+            response = await handler(context, request.body)
+        except Exception:
+            log.exception(
+                "%s v%d from %s failed", request.name, header.api_version, self.client_host
+            )
+            self.broker.stats.connections_closed_on_error += 1
+            return False
+        if response is None:  # Produce with acks=0: no answer at all
+            return True
+        parts = encode_response(header.api_key, header.api_version, header.correlation_id, response)
+        await self._send(parts)
+        return True
+
+    async def _send(self, parts: list) -> None:
+        writer = self.writer
+        for part in parts:
+            if isinstance(part, (bytes, bytearray, memoryview)):
+                writer.write(part)
+                continue
+            size = part.size_in_bytes()
+            if self.sendfile_ok:
+                await writer.drain()
+                try:
+                    sent = await asyncio.get_running_loop().sendfile(
+                        writer.transport, _FileWindow(part.fd), part.start, size, fallback=False
+                    )
+                    self.broker.stats.sendfile_bytes += sent
+                    if sent == size:
+                        continue
+                    size, start = size - sent, part.start + sent
+                except (asyncio.SendfileNotAvailableError, NotImplementedError):
+                    self.sendfile_ok = False
+                    start = part.start
+            else:
+                start = part.start
+            data = os.pread(part.fd, size, start)
+            if len(data) != size:  # the file shrank under us: the frame cannot be completed
+                raise ConnectionError(f"segment window at {start} shrank: {len(data)} of {size}")
+            self.broker.stats.copied_record_bytes += size
+            writer.write(data)
+        await writer.drain()

@@ -1,0 +1,101 @@
+"""CreateTopics and DeleteTopics. One node: a replication factor other than 1 (or -1, the
+default) is refused with INVALID_REPLICATION_FACTOR, as a one-broker Kafka cluster does."""
+
+from __future__ import annotations
+
+import logging
+
+from ..errors import KafkalogError
+from ..log.config import LogConfig
+from ..log.naming import validate_topic
+from ..protocol import ApiKey
+from ..protocol.schema import ZERO_UUID
+from . import error_codes as ec
+from .broker import INTERNAL_TOPICS, Broker
+from .configs import describe_topic_configs
+from .handlers import Handler, RequestContext
+from .topic_admin import delete_topic
+
+__all__ = ["handlers"]
+
+log = logging.getLogger("kafkalog.server")
+
+
+def _create_one(broker: Broker, topic: dict, validate_only: bool) -> dict:
+    name = topic["name"]
+    out = {"name": name}
+
+    def fail(code: int, message: str) -> dict:
+        return {**out, "error_code": code, "error_message": message}
+
+    try:
+        validate_topic(name)
+    except KafkalogError as e:
+        return fail(ec.INVALID_TOPIC_EXCEPTION, e.message)
+    if name in broker.log_manager.topics():
+        return fail(ec.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+    if topic["assignments"]:
+        if any(a["broker_ids"] != [broker.node_id] for a in topic["assignments"]):
+            return fail(ec.INVALID_REPLICATION_FACTOR, "Replicas must all be this node.")
+        partitions = len(topic["assignments"])
+    else:
+        partitions = topic["num_partitions"]
+        if partitions == -1:
+            partitions = broker.config.num_partitions
+        replication = topic["replication_factor"]
+        if replication not in (-1, 1):
+            return fail(
+                ec.INVALID_REPLICATION_FACTOR,
+                f"Replication factor: {replication} larger than available brokers: 1.",
+            )
+    if partitions <= 0:
+        return fail(ec.INVALID_PARTITIONS, "Number of partitions must be larger than 0.")
+    configs = {c["name"]: c["value"] for c in topic["configs"] if c["value"] is not None}
+    try:
+        LogConfig(configs)
+    except KafkalogError as e:
+        return fail(ec.INVALID_CONFIG, e.message)
+    if not validate_only:
+        broker.log_manager.create_topic(name, partitions, configs)
+        log.info("created topic %s with %d partitions", name, partitions)
+    return {
+        **out,
+        "error_code": ec.NONE,
+        "topic_id": broker.log_manager.topic_id(name) or ZERO_UUID,
+        "num_partitions": partitions,
+        "replication_factor": 1,
+        "configs": describe_topic_configs(broker, name, configs=LogConfig(configs)),
+    }
+
+
+def handlers(broker: Broker) -> dict[int, Handler]:
+    async def create_topics(ctx: RequestContext, request: dict) -> dict:
+        return {
+            "topics": [_create_one(broker, t, request["validate_only"]) for t in request["topics"]]
+        }
+
+    async def delete_topics(ctx: RequestContext, request: dict) -> dict:
+        if ctx.api_version >= 6:
+            wanted = [(t["name"], t["topic_id"]) for t in request["topics"]]
+        else:
+            wanted = [(name, ZERO_UUID) for name in request["topic_names"]]
+        by_id = {broker.log_manager.topic_id(t): t for t in broker.log_manager.topics()}
+        responses = []
+        for name, topic_id in wanted:
+            if name is None:
+                name = by_id.get(topic_id)
+                if name is None:
+                    responses.append({"topic_id": topic_id, "error_code": ec.UNKNOWN_TOPIC_ID})
+                    continue
+            entry = {"name": name, "topic_id": broker.log_manager.topic_id(name) or ZERO_UUID}
+            if name in INTERNAL_TOPICS:
+                responses.append({**entry, "error_code": ec.INVALID_TOPIC_EXCEPTION})
+            elif name not in broker.log_manager.topics():
+                responses.append({**entry, "error_code": ec.UNKNOWN_TOPIC_OR_PARTITION})
+            else:
+                delete_topic(broker.log_manager, name)
+                log.info("deleted topic %s", name)
+                responses.append({**entry, "error_code": ec.NONE})
+        return {"responses": responses}
+
+    return {ApiKey.CREATE_TOPICS: create_topics, ApiKey.DELETE_TOPICS: delete_topics}
