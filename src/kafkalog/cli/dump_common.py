@@ -127,11 +127,15 @@ class FileDump:
                 }
             )
             return
-        where = f"position {error.position}" if error.position is not None else "?"
-        if error.offset is not None:
-            where += f" (offset {error.offset})"
+        where = ""
+        if error.position is not None:
+            where = f" at position {error.position}"
+            if error.offset is not None:
+                where += f" (offset {error.offset})"
+        elif error.offset is not None:
+            where = f" at offset {error.offset}"
         self.out.flush()
-        print(f"Error in {self.path} at {where}: {error.message}", file=sys.stderr)
+        print(f"Error in {self.path}{where}: {error.message}", file=sys.stderr)
 
     def note(self, message: str) -> None:
         """Something the user should know that is not damage (text: stderr; JSON: nothing)."""

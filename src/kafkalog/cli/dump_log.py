@@ -31,13 +31,17 @@ __all__ = [
 ]
 
 
+_COLUMNAR_MIN_RECORDS = 16
+
+
 def records_of(batch: Batch) -> list[Record]:
     """A batch's records, decoded through the columnar fast path.
 
     Legacy messages keep the reference decoder: their per-message CRCs, which kafka-dump-log
-    prints, are not a column of the fast path.
+    prints, are not a column of the fast path. So do small batches (KRaft logs hold one record
+    per batch), for which building columns costs more than it saves.
     """
-    if batch.magic < MAGIC_VALUE_V2:
+    if batch.magic < MAGIC_VALUE_V2 or batch.count < _COLUMNAR_MIN_RECORDS:
         return list(batch.records())
     columns = fast.decode_columnar(
         batch.buffer, keep_control=True, position_base=batch.position
