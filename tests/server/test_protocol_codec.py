@@ -312,3 +312,14 @@ def test_frame_buffer_rejects_oversized_and_negative_sizes_at_the_prefix():
     buf.feed(struct.pack(">i", -5))
     with pytest.raises(InvalidRequestError, match="negative frame size -5"):
         buf.next_frame()
+
+
+def test_bytes_after_a_request_body_are_ignored_as_kafka_does():
+    # librdkafka's Metadata v12 "all topics": a 4-byte placeholder count (00 00 00 00) of
+    # which Kafka reads one byte as a null array; the other three trail the body.
+    frame = bytes.fromhex("0003000c00000003000772646b61666b610000000000010000")
+    request = decode_request(frame)
+    assert request.body["topics"] is None
+    assert request.body["allow_auto_topic_creation"] is False
+    with pytest.raises(InvalidRequestError, match="3 unexpected bytes"):
+        MESSAGES[ApiKey.METADATA][0].decode(frame[18:], 12, strict=True)

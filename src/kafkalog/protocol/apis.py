@@ -131,7 +131,7 @@ def decode_request(frame: bytes) -> Request:
         e.message = f"{API_NAMES[api_key]} v{version} request header: {e.message}"
         e.args = (e.message,)
         raise
-    body = message.decode(r, version)
+    body = message.decode(r, version, strict=False)
     return Request(RequestHeader(api_key, version, correlation_id, client_id), body)
 
 

@@ -433,8 +433,13 @@ class Message:
             self._codecs[version] = codec
         return codec
 
-    def decode(self, buf, version: int, pos: int = 0) -> dict:
-        """Decode a whole body; trailing bytes are an error (a sign of the wrong schema)."""
+    def decode(self, buf, version: int, pos: int = 0, *, strict: bool = True) -> dict:
+        """Decode a body; with ``strict``, bytes after it are an error.
+
+        Kafka's request parser ignores bytes after the body, and a client relies on that:
+        librdkafka asks Metadata v9+ for all topics with a 4-byte placeholder count whose first
+        byte reads as null and the rest trail the body. Requests are therefore read non-strict.
+        """
         r = buf if isinstance(buf, Reader) else Reader(buf, pos)
         try:
             value = self._codec(version)[0](r)
@@ -445,7 +450,7 @@ class Message:
             )
             e.args = (e.message,)
             raise
-        if r.pos != r.end:
+        if strict and r.pos != r.end:
             raise InvalidRequestError(
                 f"{self.name} v{version}: {r.end - r.pos} unexpected bytes after the body "
                 f"at position {r.pos}",
