@@ -1,0 +1,238 @@
+"""The server in-process: zero-copy fetches (counted), hostile and malformed requests, limits.
+
+A malformed request costs its own connection and nothing else: the fuzzing test keeps a healthy
+connection open throughout and checks that it is still answered after every bad one.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import socket
+import struct
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kafkalog.protocol import ApiKey, decode_response, encode_request
+from kafkalog.server.app import BackgroundServer
+from kafkalog.server.config import ServerConfig
+
+from .wire import WireClient
+
+kafka = pytest.importorskip("kafka")
+from kafka.record import MemoryRecordsBuilder as KpBuilder  # noqa: E402
+
+
+def kp_batch(values: list[bytes], codec: int = 0) -> bytes:
+    builder = KpBuilder(magic=2, compression_type=codec, batch_size=1 << 20)
+    for i, value in enumerate(values):
+        builder.append(timestamp=1_700_000_000_000 + i, key=None, value=value, headers=[])
+    builder.close()
+    return bytes(builder.buffer())
+
+
+class _Failures(logging.Handler):
+    """Handler failures the server logs: a malformed request must never reach one."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+@pytest.fixture(scope="module")
+def failures():
+    handler = _Failures()
+    logging.getLogger("kafkalog.server").addHandler(handler)
+    yield handler.records
+    logging.getLogger("kafkalog.server").removeHandler(handler)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, failures):
+    config = ServerConfig([tmp_path_factory.mktemp("robust")], port=0,
+                          socket_request_max_bytes=1 << 20, max_connections=20)  # fmt: skip
+    with BackgroundServer(config) as s:
+        yield s
+
+
+@pytest.fixture(scope="module")
+def healthy(server):
+    client = WireClient("127.0.0.1", server.broker.port)
+    yield client
+    client.close()
+
+
+def produce(client: WireClient, topic: str, records: bytes, version: int = 9) -> dict:
+    body = {"acks": -1, "timeout_ms": 1000, "topic_data": [
+        {"name": topic, "partition_data": [{"index": 0, "records": records}]}]}  # fmt: skip
+    return client.call(ApiKey.PRODUCE, version, body)["responses"][0]["partition_responses"][0]
+
+
+def consume_values(bootstrap: str, topic: str, n: int) -> list[bytes]:
+    consumer = kafka.KafkaConsumer(bootstrap_servers=bootstrap, consumer_timeout_ms=5000)
+    consumer.assign([kafka.TopicPartition(topic, 0)])
+    consumer.seek_to_beginning()
+    values = []
+    for m in consumer:
+        values.append(m.value)
+        if len(values) == n:
+            break
+    consumer.close()
+    return values
+
+
+def ensure_topic(client: WireClient, topic: str) -> None:
+    body = {"topics": [{"name": topic, "num_partitions": 1, "replication_factor": 1}]}
+    client.call(ApiKey.CREATE_TOPICS, 7, body)
+
+
+def test_fetch_sends_records_with_sendfile_and_counts_them(server, healthy, tmp_path):
+    ensure_topic(healthy, "zero-copy")
+    values = [b"v%d" % i * 50 for i in range(100)]
+    assert produce(healthy, "zero-copy", kp_batch(values, codec=3))["error_code"] == 0
+    before = server.broker.stats.sendfile_bytes
+    assert consume_values(server.bootstrap, "zero-copy", len(values)) == values
+    assert server.broker.stats.sendfile_bytes > before
+    assert server.broker.stats.copied_record_bytes == 0
+
+
+def test_without_sendfile_records_are_copied_and_identical(tmp_path):
+    config = ServerConfig([tmp_path], port=0, sendfile=False)
+    with BackgroundServer(config) as s:
+        client = WireClient("127.0.0.1", s.broker.port)
+        ensure_topic(client, "copied")
+        values = [b"c%d" % i for i in range(50)]
+        assert produce(client, "copied", kp_batch(values))["error_code"] == 0
+        assert consume_values(s.bootstrap, "copied", len(values)) == values
+        client.close()
+        assert s.broker.stats.sendfile_bytes == 0
+        assert s.broker.stats.copied_record_bytes > 0
+
+
+def test_api_versions_of_an_unknown_version_answers_v0_with_our_versions(server):
+    client = WireClient("127.0.0.1", server.broker.port)
+    frame = encode_request(ApiKey.API_VERSIONS, 3, 5, "x", {})
+    frame = frame[:6] + struct.pack(">h", 99) + frame[8:]  # ApiVersions v99
+    client.send_raw(frame)
+    correlation_id, body = decode_response(ApiKey.API_VERSIONS, 0, client.read_frame())
+    assert correlation_id == 5
+    assert body["error_code"] == 35  # UNSUPPORTED_VERSION
+    advertised = {k["api_key"]: (k["min_version"], k["max_version"]) for k in body["api_keys"]}
+    assert advertised[ApiKey.PRODUCE] == (3, 10)
+    assert advertised[ApiKey.FETCH] == (4, 16)
+    # ... and the connection stays usable, at a version it now knows.
+    assert client.call(ApiKey.API_VERSIONS, 3, {})["error_code"] == 0
+    client.close()
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        struct.pack(">i", (1 << 20) + 1),  # larger than socket.request.max.bytes
+        struct.pack(">i", -1),
+        struct.pack(">ihhih", 10, 999, 0, 1, -1),  # unknown api key
+        struct.pack(">ihhih", 10, ApiKey.PRODUCE, 99, 1, -1),  # unsupported version
+        struct.pack(">ihhi", 8, ApiKey.METADATA, 12, 1),  # header cut short
+    ],
+    ids=["oversized", "negative-size", "unknown-api", "unsupported-version", "short-header"],
+)
+def test_bad_frames_close_only_their_connection(server, healthy, frame):
+    bad = WireClient("127.0.0.1", server.broker.port)
+    bad.send_raw(frame)
+    assert bad.read_frame() is None
+    bad.close()
+    assert healthy.call(ApiKey.METADATA, 12, {"topics": []})["brokers"]
+
+
+def test_connections_over_the_limit_are_refused_and_others_served(server, healthy):
+    clients = []
+    rejected_before = server.broker.stats.connections_rejected
+    try:
+        for _ in range(25):
+            c = WireClient("127.0.0.1", server.broker.port)
+            clients.append(c)
+        answered = 0
+        for c in clients:
+            try:
+                c.call(ApiKey.API_VERSIONS, 3, {})
+                answered += 1
+            except (AssertionError, OSError):
+                pass
+        assert answered < 25
+        assert server.broker.stats.connections_rejected > rejected_before
+    finally:
+        for c in clients:
+            c.close()
+    assert healthy.call(ApiKey.API_VERSIONS, 3, {})["error_code"] == 0
+
+
+def _valid_frames() -> list[bytes]:
+    records = kp_batch([b"fuzz"] * 3, codec=1)
+    produce_body = {"acks": 1, "timeout_ms": 100, "topic_data": [
+        {"name": "fuzz", "partition_data": [{"index": 0, "records": records}]}]}  # fmt: skip
+    partitions = [{"partition": 0, "partition_max_bytes": 1 << 20}]
+    fetch_body = {"max_wait_ms": 0, "max_bytes": 1 << 20,
+                  "topics": [{"topic": "fuzz", "partitions": partitions}]}  # fmt: skip
+    list_body = {"topics": [{"name": "fuzz", "partitions": [{"timestamp": -1}]}]}
+    return [
+        encode_request(ApiKey.PRODUCE, 9, 1, "f", produce_body),
+        encode_request(ApiKey.PRODUCE, 3, 1, "f", produce_body),
+        encode_request(ApiKey.FETCH, 12, 1, "f", fetch_body),
+        encode_request(ApiKey.METADATA, 12, 1, "f", {"topics": [{"name": "fuzz"}]}),
+        encode_request(ApiKey.LIST_OFFSETS, 7, 1, "f", list_body),
+    ]
+
+
+VALID = _valid_frames()
+
+
+@st.composite
+def malformed(draw) -> bytes:
+    frame = bytearray(draw(st.sampled_from(VALID)))
+    kind = draw(st.sampled_from(["flip", "truncate", "garbage"]))
+    if kind == "flip":
+        for _ in range(draw(st.integers(1, 8))):
+            pos = draw(st.integers(4, len(frame) - 1))
+            frame[pos] = draw(st.integers(0, 255))
+    elif kind == "truncate":
+        cut = draw(st.integers(4, len(frame) - 1))
+        frame = frame[:cut]
+        frame[:4] = struct.pack(">i", cut - 4)  # a consistent size: the body itself is short
+    else:
+        body = draw(st.binary(min_size=0, max_size=200))
+        frame = bytearray(struct.pack(">i", len(body)) + body)
+    return bytes(frame)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(frame=malformed())
+def test_fuzzed_requests_are_answered_or_close_their_connection(server, healthy, failures, frame):
+    ensure_topic(healthy, "fuzz")
+    bad = socket.create_connection(("127.0.0.1", server.broker.port), timeout=10)
+    try:
+        bad.sendall(frame)
+        bad.shutdown(socket.SHUT_WR)  # nothing more is coming: answer or close, never wait
+        while bad.recv(65536):
+            pass
+    except ConnectionResetError:
+        pass
+    finally:
+        bad.close()
+    assert healthy.call(ApiKey.API_VERSIONS, 3, {})["error_code"] == 0
+    assert [r.getMessage() for r in failures] == []
+
+
+def test_corrupt_records_get_an_error_code_not_a_crash(server, healthy):
+    ensure_topic(healthy, "corrupt")
+    batch = bytearray(kp_batch([b"x" * 100] * 5))
+    rng = random.Random(3)
+    for _ in range(20):
+        broken = bytearray(batch)
+        broken[rng.randrange(21, len(broken))] ^= 0xFF  # past the CRC field: the CRC catches it
+        assert produce(healthy, "corrupt", bytes(broken))["error_code"] in (2, 87)
+    assert produce(healthy, "corrupt", bytes(batch))["error_code"] == 0
