@@ -125,7 +125,8 @@ def _check_json_against_expected(facts: dict, names: list[str]) -> None:
         assert summary["batches"] == fact["batches"], name
         assert summary["records"] == fact["records"], name
         assert _digests(chunk) == (fact["batch_digest"], fact["record_digest"]), name
-        assert (summary["error"] is None) == fact["all_crcs_valid"], name
+        assert summary["error"] is None, name  # every fixture log is sound (None: empty)
+        assert fact["all_crcs_valid"] in (True, None), name
         assert (summary["tail"] == "none") == fact["clean_to_end"], name
 
 
