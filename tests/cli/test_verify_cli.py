@@ -6,7 +6,9 @@ with ``struct``; expected locations are computed from the bytes, never from veri
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import io
 import json
 import shutil
 import struct
@@ -36,9 +38,21 @@ def kafkalog_exe() -> list[str]:
     return [found] if found else [sys.executable, "-m", "kafkalog.cli.main"]
 
 
-def run(*args: str | Path, status: int) -> subprocess.CompletedProcess:
-    proc = subprocess.run([*kafkalog_exe(), "verify", *map(str, args)], capture_output=True,
-                          text=True, timeout=120, check=False)  # fmt: skip
+def run(*args: str | Path, status: int, script: bool = False) -> subprocess.CompletedProcess:
+    """``kafkalog verify ARGS``: in-process, or (``script``) the real console script."""
+    if script:
+        proc = subprocess.run([*kafkalog_exe(), "verify", *map(str, args)], capture_output=True,
+                              text=True, timeout=120, check=False)  # fmt: skip
+    else:
+        from kafkalog.cli.main import main
+
+        out, err = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(["verify", *map(str, args)])
+            except SystemExit as e:  # argparse's usage errors
+                code = e.code
+        proc = subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())
     assert proc.returncode == status, (proc.returncode, proc.stdout, proc.stderr)
     return proc
 
@@ -83,7 +97,7 @@ def digest(root: Path) -> dict[str, str]:
 
 def test_clean_data_dir_prints_a_table_and_exits_0(data_dir: Path) -> None:
     before = digest(data_dir)
-    out = run(data_dir, status=0).stdout.splitlines()
+    out = run(data_dir, status=0, script=True).stdout.splitlines()
     assert digest(data_dir) == before
     assert out[0].split() == ["PARTITION", "SEGMENTS", "BATCHES", "RECORDS", "ERRORS", "WARNINGS"]
     rows = {line.split()[0]: line.split()[1:] for line in out[1:3]}
@@ -101,7 +115,7 @@ def test_json_lines_and_exit_1_on_a_crc_mismatch(data_dir: Path) -> None:
     position, base = 12 + size, struct.unpack_from(">q", data, 12 + size)[0]  # the 2nd batch
     data[position + 80] ^= 0x01
     log.write_bytes(data)
-    objects = json_lines(run("--json", data_dir, status=1).stdout)
+    objects = json_lines(run("--json", data_dir, status=1, script=True).stdout)
     assert [o["type"] for o in objects] == ["partition", "partition", "finding", "summary"]
     assert objects[2] == {
         "type": "finding", "severity": "error", "code": "crc-mismatch", "path": str(log),
@@ -179,3 +193,83 @@ def test_real_broker_data_dirs(tmp_path: Path) -> None:
         ("segment-missing", "00000000000000392983.log"),
         ("segment-missing", "00000000000000726679.log"),
     }
+
+
+def batch_entries(log: Path) -> list[tuple[int, int, int]]:
+    """(position, base offset, last offset) of every batch, read with struct."""
+    data, out, pos = log.read_bytes(), [], 0
+    while pos + 12 <= len(data):
+        base, size = struct.unpack_from(">qi", data, pos)
+        out.append((pos, base, base + struct.unpack_from(">i", data, pos + 23)[0]))
+        pos += 12 + size
+    return out
+
+
+def damage_torn_tail(root: Path) -> tuple[str, str, int | None]:
+    log = first_log(root)  # a rolled segment: Kafka completed it before rolling
+    size = log.stat().st_size
+    log.write_bytes(log.read_bytes()[: size - 7])
+    position = batch_entries(log)[-1][0]
+    return "error", "torn-tail", position
+
+
+def damage_index_entry(root: Path) -> tuple[str, str, int | None]:
+    index = first_log(root).with_suffix(".index")
+    data = bytearray(index.read_bytes())
+    relative, position = struct.unpack_from(">ii", data, 8)
+    struct.pack_into(">ii", data, 8, relative, position + 1)  # not where a batch starts
+    index.write_bytes(data)
+    return "error", "index-entry-mismatch", 8
+
+
+def damage_missing_index(root: Path) -> tuple[str, str, int | None]:
+    first_log(root).with_suffix(".timeindex").unlink()  # Kafka rebuilds it: a warning
+    return "warning", "time-index-missing", None
+
+
+def damage_stale_checkpoint(root: Path) -> tuple[str, str, int | None]:
+    path = root / "recovery-point-offset-checkpoint"
+    lines = path.read_text().splitlines()
+    lines = [f"events 0 {10**6}" if line.startswith("events 0 ") else line for line in lines]
+    path.write_text("\n".join(lines) + "\n")
+    return "error", "recovery-point-beyond-log-end", None
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [damage_torn_tail, damage_index_entry, damage_missing_index, damage_stale_checkpoint],
+    ids=lambda f: f.__name__[len("damage_") :],
+)
+def test_corruption_suite(damage, data_dir: Path) -> None:
+    from kafkalog.cli.main import main
+
+    severity, code, position = damage(data_dir)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        status = main(["verify", "--json", str(data_dir)])
+    findings = [o for o in json_lines(out.getvalue()) if o["type"] == "finding"]
+    found = [(f["severity"], f["code"]) for f in findings if f["severity"] != "info"]
+    assert found[0] == (severity, code)
+    # A cut file also leaves the index entries that pointed past the cut without a batch.
+    assert set(found[1:]) <= {("error", "index-entry-mismatch"),
+                              ("error", "time-index-entry-mismatch")}  # fmt: skip
+    if position is not None:
+        assert findings[0]["position"] == position
+    assert status == (1 if severity == "error" else 0)
+
+
+@needs_fixtures
+def test_fixture_errors_are_exactly_the_missing_files() -> None:
+    """Every real broker's dir verifies without error, except where MISSING.json's files leave
+    a gap (a .log gone while its indexes remain)."""
+    from kafkalog.cli.main import main
+
+    missing = json.loads((KAFKA_DATA.parent / "MISSING.json").read_text())
+    for data_dir in sorted(p for p in KAFKA_DATA.iterdir() if p.is_dir()):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            status = main(["verify", "--json", "--quiet", "--no-deep", str(data_dir)])
+        errors = {str(Path(o["path"]).relative_to(data_dir)) for o in json_lines(out.getvalue())
+                  if o["type"] == "finding"}  # fmt: skip
+        assert errors <= set(missing.get(data_dir.name, [])), data_dir.name
+        assert status == (1 if errors else 0)

@@ -2,13 +2,16 @@
 
 A bar appears when the work reads more than ``THRESHOLD_BYTES``, stderr is a terminal and the
 user did not pass ``--quiet``; otherwise the tracker only counts. Standard output is identical
-either way, so scripts that parse it never see a difference.
+either way, so scripts that parse it never see a difference. Two environment variables tune it:
+``KAFKALOG_PROGRESS=always`` draws the bar whatever the size and stream (``never``: never), and
+``KAFKALOG_PROGRESS_THRESHOLD=BYTES`` moves the size threshold.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 from types import TracebackType
 from typing import TextIO
@@ -58,13 +61,16 @@ class Progress:
         *,
         quiet: bool = False,
         stream: TextIO | None = None,
-        threshold: int = THRESHOLD_BYTES,
+        threshold: int | None = None,
     ) -> None:
         self.total = total
         self.done = 0
         self._stream = stream if stream is not None else sys.stderr
-        forced = os.environ.get("KAFKALOG_PROGRESS") == "always"
-        self.shown = not quiet and (forced or (total > threshold and _is_terminal(self._stream)))
+        mode = os.environ.get("KAFKALOG_PROGRESS", "auto")
+        if threshold is None:
+            threshold = _env_threshold()
+        big = total > threshold and _is_terminal(self._stream)
+        self.shown = not quiet and mode != "never" and (mode == "always" or big)
         self._bar = None
         if self.shown:
             from tqdm import tqdm  # imported only when a bar is drawn
@@ -77,8 +83,8 @@ class Progress:
                 unit_divisor=1024,
                 file=self._stream,
                 leave=False,
-                dynamic_ncols=True,
                 mininterval=0.2,
+                **_width(self._stream),
             )
 
     def advance(self, n: int) -> None:
@@ -101,6 +107,27 @@ class Progress:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def _width(stream: TextIO) -> dict:
+    """Follow the terminal's size; a terminal that reports none (a fresh pseudo-terminal, some
+    container consoles) gets COLUMNS and LINES or 80x24, where tqdm would draw nothing."""
+    try:
+        size = os.get_terminal_size(stream.fileno())
+    except (AttributeError, ValueError, OSError):
+        size = os.terminal_size((0, 0))
+    if size.columns > 0 and size.lines > 0:
+        return {"dynamic_ncols": True}
+    fallback = shutil.get_terminal_size((80, 24))
+    return {"ncols": fallback.columns or 80, "nrows": fallback.lines or 24}
+
+
+def _env_threshold() -> int:
+    value = os.environ.get("KAFKALOG_PROGRESS_THRESHOLD")
+    try:
+        return int(value) if value else THRESHOLD_BYTES
+    except ValueError:
+        return THRESHOLD_BYTES
 
 
 def _is_terminal(stream: TextIO) -> bool:

@@ -78,16 +78,17 @@ def _run(args: argparse.Namespace) -> int:
     from ..log.verify import is_partition_dir
 
     path = Path(args.path)
-    if not path.exists():
-        raise FileNotFoundError(2, "No such file or directory", str(path))
+    segment_name = path.name.endswith((LOG_FILE_SUFFIX, *_INDEX_KINDS)) and path.name[:20].isdigit()
     if path.is_dir():
         if not is_partition_dir(path):
             raise UsageError(f"{path}: not a partition directory (it holds no .log file)")
         directory, only = path, None
-    else:
-        if not path.name.endswith((LOG_FILE_SUFFIX, *_INDEX_KINDS)) or not path.name[:20].isdigit():
-            raise UsageError(f"{path}: not a segment's .log, .index, .timeindex or .txnindex")
+    elif segment_name and path.parent.is_dir():  # a missing index may be named: it is rebuilt
         directory, only = path.parent, offset_from_file_name(path.name)
+    elif not path.exists():
+        raise FileNotFoundError(2, "No such file or directory", str(path))
+    else:
+        raise UsageError(f"{path}: not a segment's .log, .index, .timeindex or .txnindex")
     logs = sorted(directory.glob("*" + LOG_FILE_SUFFIX))
     bases = [offset_from_file_name(p.name) for p in logs if p.name[:20].isdigit()]
     if only is not None and only not in bases:

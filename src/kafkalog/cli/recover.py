@@ -76,7 +76,7 @@ def _run(args: argparse.Namespace) -> int:
     target = resolve_target(args.path, topics=args.topic)
     plans = []
     total = total_bytes([str(p) for p in target.partitions])
-    with Progress(total, "recover (planning)", quiet=args.quiet) as progress:
+    with Progress(total, "recover", quiet=args.quiet) as progress:
         for directory in target.partitions:
             recovery_point, log_start, clean = partition_offsets(target, directory)
             plans.append(

@@ -14,6 +14,7 @@ import os
 import sys
 
 from ..log.verify_report import ERROR, INFO, WARNING, VerifyReport
+from .progress import Progress, total_bytes
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_IO = 0, 1, 2, 3
 
@@ -50,7 +51,9 @@ def add_parser(commands) -> None:
         help="do not decode records (batch CRCs, framing and offsets are still checked)",
     )
     parser.add_argument(
-        "--quiet", action="store_true", help="print only errors (with --json: errors and summary)"
+        "--quiet",
+        action="store_true",
+        help="print only errors (with --json: errors and summary), and no progress bar",
     )
     parser.set_defaults(run=run)
 
@@ -59,7 +62,9 @@ def run(args: argparse.Namespace) -> int:
     from ..log.verify import verify  # imported here: other commands need not load the log layer
 
     try:
-        report = verify(args.path, deep=args.deep)
+        total = total_bytes([args.path]) if os.path.exists(args.path) else 0
+        with Progress(total, "verify", quiet=args.quiet) as progress:
+            report = verify(args.path, deep=args.deep, on_bytes=progress.advance)
     except FileNotFoundError as e:
         print(f"kafkalog verify: {args.path}: {e.strerror or e}", file=sys.stderr)
         return EXIT_IO

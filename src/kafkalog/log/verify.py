@@ -25,6 +25,7 @@ from __future__ import annotations
 import errno
 import os
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import KafkalogError
@@ -92,9 +93,15 @@ _DIR_KINDS = {
 }
 
 
-def verify(path: str | os.PathLike, *, deep: bool = True) -> VerifyReport:
+def verify(
+    path: str | os.PathLike,
+    *,
+    deep: bool = True,
+    on_bytes: Callable[[int], None] | None = None,
+) -> VerifyReport:
     """Verify a data directory, a partition directory (one that directly holds ``*.log`` files)
-    or a single file, read-only. ``deep=False`` skips decoding records (CRCs are still checked).
+    or a single file, read-only. ``deep=False`` skips decoding records (CRCs are still checked);
+    ``on_bytes`` is told the size of every file of batches once it is walked (progress bars).
 
     Raises FileNotFoundError when ``path`` does not exist, ValueError for a file kind verify does
     not know; everything wrong *inside* the files is a finding, never an exception.
@@ -102,7 +109,7 @@ def verify(path: str | os.PathLike, *, deep: bool = True) -> VerifyReport:
     target = Path(path)
     if not target.exists():
         raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), str(target))
-    sink = FindingSink()
+    sink = FindingSink(on_bytes)
     report = VerifyReport(str(target), deep)
     if not target.is_dir():
         _verify_file(target, sink, report, deep)

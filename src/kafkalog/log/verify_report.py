@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 __all__ = [
@@ -143,9 +144,14 @@ class VerifyReport:
 class FindingSink:
     """Where the checks put their findings (one per verify call)."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_bytes: Callable[[int], None] | None = None) -> None:
         self.findings: list[Finding] = []
         self.files_checked = 0
+        self.on_bytes = on_bytes  # told the size of each file of batches walked (progress)
+
+    def scanned(self, size: int) -> None:
+        if self.on_bytes is not None:
+            self.on_bytes(size)
 
     def add(
         self,

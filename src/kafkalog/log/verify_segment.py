@@ -126,6 +126,7 @@ def scan_log(
         del records
     for observer in observers:
         observer.finish(scan)
+    sink.scanned(scan.size)
     return scan
 
 

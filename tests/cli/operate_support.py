@@ -1,0 +1,123 @@
+"""What the tests of the operator commands share: data directories written through kafkalog's
+LogManager from kafka-python's batches, running the command in-process or as the real console
+script, hashing a tree, and decoding logs with kafka-python for expectations."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from kafka.record import MemoryRecords as KpRecords
+from kafka.record import MemoryRecordsBuilder as KpBuilder
+
+from kafkalog.cli.main import main
+from kafkalog.log.clock import MockClock
+from kafkalog.log.manager import LogManager
+
+T0 = 1_700_000_000_000
+FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures"
+KAFKA_DATA = FIXTURES / "kafka-data"
+needs_fixtures = pytest.mark.skipif(
+    not KAFKA_DATA.is_dir(), reason="../shared/fixtures is only present beside the repository"
+)
+SMALL_SEGMENTS = {
+    "internal.segment.bytes": "3000",
+    "index.interval.bytes": "200",
+    "message.timestamp.before.max.ms": str(1 << 50),
+}
+
+
+def kafkalog_exe() -> list[str]:
+    exe = Path(sys.executable).with_name("kafkalog")
+    if exe.exists():
+        return [str(exe)]
+    found = shutil.which("kafkalog")
+    return [found] if found else [sys.executable, "-m", "kafkalog.cli.main"]
+
+
+def run_script(*args: str | Path, status: int, env: dict | None = None):
+    """The real console script in a subprocess; asserts the exit status."""
+    proc = subprocess.run([*kafkalog_exe(), *map(str, args)], capture_output=True, text=True,
+                          timeout=120, check=False, env=env)  # fmt: skip
+    assert proc.returncode == status, (proc.returncode, proc.stdout, proc.stderr)
+    return proc
+
+
+def run_main(*args: str | Path, status: int) -> tuple[str, str]:
+    """``kafkalog ARGS`` in-process; (stdout, stderr), asserting the exit status."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main([str(a) for a in args])
+    assert code == status, (code, out.getvalue(), err.getvalue())
+    return out.getvalue(), err.getvalue()
+
+
+def json_lines(text: str) -> list[dict]:
+    return [json.loads(line) for line in text.splitlines()]
+
+
+def client_batch(keys: list[bytes], ts: int, **kw) -> bytes:
+    """A magic-2 batch of one record per key, built by kafka-python (values name key and time)."""
+    builder = KpBuilder(2, 0, 1 << 30, **kw)
+    for i, key in enumerate(keys):
+        assert builder.append(ts + i, key, b"%s@%d " % (key, ts + i) * 8, []) is not None
+    builder.close()
+    return bytes(builder.buffer())
+
+
+def build(root: Path, topics: dict[str, tuple[int, dict]], batches: int = 30) -> Path:
+    """Each topic's partitions get ``batches`` batches of 2 records, keys k0..k2 repeating,
+    timestamps T0 + batch number; small segments; a clean shutdown."""
+    with LogManager(root, writable=True, create=True, clock=MockClock(now_ms=T0)) as manager:
+        logs = []
+        for topic, (partitions, configs) in topics.items():
+            logs += manager.create_topic(topic, partitions, {**SMALL_SEGMENTS, **configs})
+        for j in range(batches):
+            keys = [b"k%d" % ((2 * j) % 3), b"k%d" % ((2 * j + 1) % 3)]
+            for log in logs:
+                log.append_as_leader(client_batch(keys, T0 + j))
+    return root
+
+
+def copy(source: Path, tmp_path: Path) -> Path:
+    return Path(shutil.copytree(source, tmp_path / "data"))
+
+
+def digest(root: Path) -> dict[str, str]:
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file()}  # fmt: skip
+
+
+def kp_batches(log: Path) -> list:
+    """kafka-python's view of every batch of a ``.log`` file, in order."""
+    records = KpRecords(log.read_bytes())
+    found = []
+    while records.has_next():
+        found.append(records.next_batch())
+    return found
+
+
+def kp_records(log: Path) -> list[tuple[int, bytes | None, int]]:
+    """(offset, key, timestamp) of every record of a ``.log`` file, decoded by kafka-python."""
+    return [(r.offset, r.key, r.timestamp) for b in kp_batches(log) for r in b]
+
+
+def batch_positions(log: Path) -> list[tuple[int, int, int]]:
+    """(position, base offset, size) of every entry, read with the log's framing alone."""
+    import struct
+
+    data, out, pos = log.read_bytes(), [], 0
+    while pos + 12 <= len(data):
+        base, size = struct.unpack_from(">qi", data, pos)
+        if size <= 0:
+            break
+        out.append((pos, base, 12 + size))
+        pos += 12 + size
+    return out
