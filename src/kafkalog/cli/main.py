@@ -11,7 +11,20 @@ import sys
 from collections.abc import Sequence
 
 from .. import __version__
-from . import compact, dump, rebuild_index, recover, retention, stats, transactions, verify
+from . import (
+    compact,
+    consume,
+    dump,
+    export,
+    produce,
+    rebuild_index,
+    recover,
+    retention,
+    serve,
+    stats,
+    transactions,
+    verify,
+)
 
 EXIT_OK = 0
 EXIT_PROBLEMS = 1
@@ -30,6 +43,10 @@ def build_parser() -> argparse.ArgumentParser:
     commands.required = True
     dump.add_parser(commands)
     verify.add_parser(commands)
+    serve.add_parser(commands)
+    produce.add_parser(commands)
+    consume.add_parser(commands)
+    export.add_parser(commands)
     recover.add_parser(commands)
     rebuild_index.add_parser(commands)
     compact.add_parser(commands)
