@@ -6,12 +6,22 @@ succeeds, and kafkalog runs on its pure-Python kernels, saying so once at import
 
 from setuptools import Extension, setup
 
+FORMAT = "src/kafkalog/format/"
+SOURCES = ["", "_decode", "_records", "_legacy", "_encode", "_crc"]
+
 setup(
     ext_modules=[
         Extension(
             "kafkalog.format._speedups",
-            sources=["src/kafkalog/format/_speedups.c"],
-            extra_compile_args=["-O2", "-std=c99", "-Wall", "-Wno-missing-braces"],
+            sources=[f"{FORMAT}_speedups{part}.c" for part in SOURCES],
+            depends=[f"{FORMAT}_speedups.h"],
+            extra_compile_args=[
+                "-O2",
+                "-std=c99",
+                "-Wall",
+                "-Wno-missing-braces",
+                "-fvisibility=hidden",
+            ],
             optional=True,
         )
     ]

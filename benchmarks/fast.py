@@ -21,6 +21,7 @@ import json
 import os
 import platform
 import statistics
+import struct
 import subprocess
 import sys
 import tempfile
@@ -32,9 +33,7 @@ from aiokafka.record.default_records import DefaultRecordBatchBuilder as AioBuil
 from aiokafka.record.memory_records import MemoryRecords as AioMemoryRecords
 from kafka.record import MemoryRecords as KpMemoryRecords
 from kafka.record.default_records import DefaultRecordBatchBuilder as KpBuilder
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from decode import make_data
+from kafka.record.legacy_records import LegacyRecordBatchBuilder as KpLegacyBuilder
 
 from kafkalog.format import MemoryRecords, fast
 from kafkalog.format.codecs import decompress
@@ -65,9 +64,30 @@ def columns(n: int, headers: int) -> tuple[list, list, list, list | None]:
     return keys, values, stamps, hdrs
 
 
+def make_legacy(n: int, magic: int, batch: int, codec: str) -> bytes:
+    """The rows of columns() as magic 0/1 message sets by kafka-python's builder: compressed
+    wrappers of about ``batch`` bytes (inner offsets relative, the wrapper's the last one), or
+    plain messages."""
+    keys, values, stamps, _ = columns(n, 0)
+    per_wrapper = max(1, batch // (len(keys[0]) + len(values[0]) + 8))
+    step = per_wrapper if codec != "none" else n
+    out = bytearray()
+    for start in range(0, n, step):
+        b = KpLegacyBuilder(magic=magic, compression_type=CODECS[codec], batch_size=1 << 62)
+        count = min(step, n - start)
+        for i in range(start, start + count):
+            rel = i - start if codec != "none" else i
+            b.append(rel, timestamp=stamps[i], key=keys[i], value=values[i])
+        data = bytearray(b.build())
+        if codec != "none":
+            struct.pack_into(">q", data, 0, start + count - 1)
+        out += data
+    return bytes(out)
+
+
 def make(n: int, magic: int, batch: int, codec: str, headers: int) -> bytes:
     if magic != 2:
-        return make_data(n, batch, codec, headers, magic)
+        return make_legacy(n, magic, batch, codec)
     keys, values, stamps, hdrs = columns(n, headers)
     return bytes(
         fast.encode_columnar(keys, values, stamps, hdrs, compression=codec, batch_bytes=batch - 61)

@@ -77,17 +77,32 @@ def test_without_the_extension_kafkalog_runs_pure_and_says_so_once():
     assert "using the pure-Python kernels" in res.stderr
 
 
-def test_compiled_crc32_is_zlibs_at_every_length_and_alignment():
+def test_compiled_crcs_match_zlib_and_crc32c_at_every_length_alignment_and_level():
+    """Every code path of the compiled CRCs (tables; SSE4.2 and PCLMULQDQ; AVX-512 VPCLMULQDQ,
+    where this CPU has them) against zlib and the crc32c package, around every boundary: the
+    64- and 256-byte folding rounds, the 3 x 256 and 3 x 8192 byte streams of the crc32
+    instruction."""
     if FORCED_PURE:
         return
     import random
     import zlib
 
+    import crc32c
+
     from kafkalog.format import _speedups
 
     rng = random.Random(7)
-    data = rng.randbytes(5000)
-    for n in [*range(0, 300), 1023, 1024, 4095, 4999]:
-        for start in (0, 1, 3, 8):
-            piece = data[start : start + n]
-            assert _speedups.crc32(piece) == zlib.crc32(piece), (n, start)
+    data = rng.randbytes(60_000)
+    lengths = [*range(0, 800), 1023, 1024, 4095, 3 * 8192 - 1, 3 * 8192, 3 * 8192 + 9, 59_000]
+    top = _speedups.set_crc_hardware(2)
+    try:
+        for level in range(top + 1):
+            _speedups.set_crc_hardware(level)
+            for n in lengths:
+                for start in (0, 1, 3, 8):
+                    piece = data[start : start + n]
+                    assert _speedups.crc32(piece) == zlib.crc32(piece), (level, n, start)
+                    assert _speedups.crc32c(piece) == crc32c.crc32c(piece), (level, n, start)
+    finally:
+        _speedups.set_crc_hardware(2)
+    assert _speedups.crc_implementation()

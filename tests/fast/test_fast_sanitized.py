@@ -1,9 +1,11 @@
 """The C kernels under AddressSanitizer and UBSan: damaged logs never read or write out of bounds.
 
-Builds ``_speedups.c`` with ``-fsanitize=address,undefined`` into a temporary directory and runs a
-differential fuzz in a subprocess (libasan preloaded, ``PYTHONMALLOC=malloc`` so every buffer is
-its own allocation with red zones; inputs are copied into exactly sized numpy arrays). Any
-out-of-bounds access aborts the subprocess; any difference from the pure kernels fails the test.
+Builds the ``_speedups*.c`` files with ``-fsanitize=address,undefined`` into a temporary
+directory and runs a differential fuzz in a subprocess (libasan preloaded,
+``PYTHONMALLOC=malloc`` so every buffer is its own allocation with red zones; inputs are copied
+into exactly sized numpy arrays), with the CPU's CRC instructions and with the portable tables.
+Any out-of-bounds access aborts the subprocess; any difference from the pure kernels fails the
+test.
 """
 
 from __future__ import annotations
@@ -18,7 +20,8 @@ from pathlib import Path
 import pytest
 from fastcheck import FORCED_PURE
 
-SOURCE = Path(__file__).resolve().parents[2] / "src" / "kafkalog" / "format" / "_speedups.c"
+FORMAT = Path(__file__).resolve().parents[2] / "src" / "kafkalog" / "format"
+SOURCES = sorted(FORMAT.glob("_speedups*.c"))
 HERE = Path(__file__).resolve().parent
 
 FUZZ = r"""
@@ -37,10 +40,12 @@ def exact(buf):
     a[:] = np.frombuffer(buf, np.uint8)
     return memoryview(a)
 
-@given(buf=corrupted(), crc=st.booleans(), lo=st.none() | st.integers(0, 2**41))
+@given(buf=corrupted(), crc=st.booleans(), lo=st.none() | st.integers(0, 2**41),
+       hardware=st.booleans())
 @settings(max_examples=EXAMPLES, deadline=None, database=None,
           suppress_health_check=list(HealthCheck))
-def fuzz_decode(buf, crc, lo):
+def fuzz_decode(buf, crc, lo, hardware):
+    asan.set_crc_hardware(hardware)
     got = columnar_outcome(exact(buf), asan, validate_crc=crc, start_offset=lo)
     assert got == columnar_outcome(buf, _pure_kernels, validate_crc=crc, start_offset=lo)
 
@@ -93,7 +98,7 @@ def test_compiled_kernels_fuzz_clean_under_asan_and_ubsan(tmp_path):
             "-fsanitize=address,undefined",
             "-fno-sanitize-recover=undefined",
             f"-I{sysconfig.get_paths()['include']}",
-            str(SOURCE),
+            *map(str, SOURCES),
             "-o",
             str(so),
         ],

@@ -3,9 +3,9 @@
 The kernel (compiled or pure, see ``_kernels``) walks entries and appends every record of
 uncompressed batches to growable numpy arrays in one call; it stops at each compressed batch,
 which this driver decompresses with :mod:`kafkalog.format.codecs` (capped by
-``max_decompressed_size``) and hands back to the kernel. There is no per-record Python object, and
-no per-batch Python work for uncompressed data except the optional CRC-32C check (the ``crc32c``
-package on memoryviews; legacy CRC-32 is checked inside the kernels).
+``max_decompressed_size``) and hands back to the kernel. There is no per-record Python object and
+no per-batch Python work for uncompressed data: the optional CRC checks (CRC-32C of v2 batches,
+CRC-32 of legacy messages) run inside the kernels, in the same walk.
 
 Buffers are reused: a :class:`ColumnarDecoder` keeps its arrays between chunks and calls, and only
 allocates new ones while Arrow arrays it handed out still reference the old ones (checked with
@@ -28,7 +28,6 @@ from . import _kernel_abi as A
 from ._columnar_errors import Context, kernel_error
 from ._kernels import kernels as default_kernels
 from .codecs import DEFAULT_MAX_DECOMPRESSED_SIZE, decompress
-from .crc import crc32c
 
 __all__ = ["HEADER_TYPE", "SCHEMA", "ColumnarDecoder"]
 
@@ -54,11 +53,9 @@ SCHEMA = pa.schema(
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
 _ENTRY = struct.Struct(">qi")
-_U32 = struct.Struct(">I")
 _I64 = struct.Struct(">q")
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 _MAX_DATA = (1 << 31) - 1  # Arrow binary offsets are int32
-_ENTRIES = 4096  # pending CRC checks per kernel call (CRC_WINDOW usually ends a call first)
 
 _DTYPES = {
     A.OFFSET: np.int64,
@@ -83,7 +80,6 @@ _DTYPES = {
     A.IS_CONTROL: np.uint8,
     A.PARTITION_LEADER_EPOCH: np.int32,
     A.STATE: np.int64,
-    A.ENTRIES: np.int64,
 }
 _ROW_SLOTS = (
     A.OFFSET,
@@ -125,7 +121,7 @@ class _Buffers:
 
     def __init__(self, kernels: ModuleType, rows: int, data: int, headers: int) -> None:
         self.kernels = kernels
-        caps = {A.STATE: A.STATE_SIZE, A.ENTRIES: 3 * _ENTRIES}
+        caps = {A.STATE: A.STATE_SIZE}
         for s in _ROW_SLOTS:
             caps[s] = rows
         for s in _ROW_OFFSET_SLOTS:
@@ -332,8 +328,6 @@ class ColumnarDecoder:
         while True:
             result = kernels.decode_entries(b.sink, view, pos, end, lo, hi, max_rows, flags)
             status = result[0]
-            if validate_crc:
-                _check_crcs(b, view, position_base)
             if status == A.ERROR:
                 raise kernel_error(result, ctx)
             if status == A.NEED_SPACE:
@@ -359,9 +353,6 @@ class ColumnarDecoder:
                     yield b.to_arrow()
                     b = self._acquire(end, max_rows)
                     pos = result[1]
-                continue
-            if status == A.ENTRIES_FULL:
-                pos = result[1]
                 continue
             if status == A.ROWS_FULL:
                 yielded = True
@@ -468,21 +459,3 @@ class ColumnarDecoder:
 def _too_big(full: _ChunkFull, single: bool) -> ValueError:
     hint = "; use iter_record_batches() to get it in chunks" if single else ""
     return ValueError(f"the {full} of one chunk would pass Arrow's 2 GiB binary limit{hint}")
-
-
-def _check_crcs(b: _Buffers, view: memoryview, position_base: int) -> None:
-    """CRC-32C of the v2 batches the kernel walked since the last check (at most about
-    CRC_WINDOW bytes, so still in the CPU cache), in order."""
-    n = int(b.state[A.ST_ENTRIES])
-    if not n:
-        return
-    entries = b.arrays[A.ENTRIES][: 3 * n].tolist()
-    b.state[A.ST_ENTRIES] = b.state[A.ST_PENDING_BYTES] = 0
-    for pos, end, stored in zip(entries[::3], entries[1::3], entries[2::3]):
-        if crc32c(view[pos + 21 : end]) != stored:
-            raise CorruptRecordError(
-                f"Record is corrupt (stored crc = {stored}, computed crc = "
-                f"{crc32c(view[pos + 21 : end])})",
-                position=position_base + pos,
-                offset=_I64.unpack_from(view, pos)[0],
-            )

@@ -15,7 +15,7 @@ exceptions, so both twins raise identical errors.
 
 from __future__ import annotations
 
-ABI_VERSION = 1
+ABI_VERSION = 2
 
 # -- output slots (sink arrays, in this order) ---------------------------------------------------
 OFFSET = 0  # int64[R]
@@ -39,9 +39,8 @@ SEQUENCE = 17  # int32[R]
 IS_TRANSACTIONAL = 18  # uint8[R]
 IS_CONTROL = 19  # uint8[R]
 PARTITION_LEADER_EPOCH = 20  # int32[R]
-STATE = 21  # int64[8], fill levels below
-ENTRIES = 22  # int64[3 * E]: (position, end, stored CRC) of v2 batches the driver must CRC-check
-NUM_SLOTS = 23
+STATE = 21  # int64[STATE_SIZE], fill levels below
+NUM_SLOTS = 22
 
 # -- STATE indexes --------------------------------------------------------------------------------
 ST_ROWS = 0
@@ -50,11 +49,7 @@ ST_VALUE_BYTES = 2
 ST_HEADERS = 3
 ST_HKEY_BYTES = 4
 ST_HVAL_BYTES = 5
-ST_ENTRIES = 6
-ST_PENDING_BYTES = 7  # bytes of those batches: past CRC_WINDOW the kernel returns
-STATE_SIZE = 8
-# The driver checks CRCs every CRC_WINDOW bytes of batches, while they are still in the CPU cache.
-CRC_WINDOW = 1 << 20
+STATE_SIZE = 6
 
 # -- statuses ------------------------------------------------------------------------------------
 END = 0  # reached the end of the buffer or a partial trailing entry (at pos)
@@ -62,8 +57,7 @@ DECOMPRESS = 1  # the entry at pos is compressed: the driver decompresses it (a.
 ROWS_FULL = 2  # max_rows reached before the entry at pos
 NEED_SPACE = 3  # buffer group ``code`` must hold at least ``a`` (restart at pos)
 RANGE_END = 4  # the entry at pos starts at or after end_offset
-ENTRIES_FULL = 5  # the pending-CRC table is full (or past CRC_WINDOW) before the entry at pos
-ERROR = 6  # bad bytes: rule ``code`` with values a..c at byte pos, in the entry at entry_pos
+ERROR = 5  # bad bytes: rule ``code`` with values a..c at byte pos, in the entry at entry_pos
 
 # -- NEED_SPACE buffer groups --------------------------------------------------------------------
 GROW_ROWS = 0
@@ -74,6 +68,8 @@ GROW_HKEY_DATA = 4
 GROW_HVAL_DATA = 5
 
 # -- decode flags ---------------------------------------------------------------------------------
+# With FLAG_VALIDATE_CRC the kernels check each v2 batch's CRC-32C and each magic 0/1 message's
+# CRC-32 (inner messages of compressed wrappers included) before anything else of it: E_CRC.
 FLAG_VALIDATE_CRC = 1
 FLAG_KEEP_CONTROL = 2
 
@@ -95,7 +91,7 @@ E_HKEY_SIZE = 14  # a=size
 E_HVAL_OVERRUN = 15  # a=size
 E_RECORD_PAYLOAD = 16  # a=length, b=bytes read
 E_RECORDS_REMAINING = 17  # a=bytes left, b=count
-E_CRC = 18  # a=stored, b=computed (legacy messages; the offset is read at pos)
+E_CRC = 18  # a=stored, b=computed (a v2 batch or a legacy message; its offset is read at pos)
 E_LEGACY_MSG_SIZE = 19  # a=size, b=magic
 E_LEGACY_OVERRUN = 20  # a=field (0 key, 1 value), b=size, c=bytes left
 E_LEGACY_CODEC = 21  # a=codec, b=magic

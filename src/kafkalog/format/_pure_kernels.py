@@ -4,8 +4,9 @@ Same functions, arguments, results and error codes as the C kernels (see ``_kern
 differential tests hold them to identical arrays and identical errors. They follow record.py's and
 legacy.py's checks in the same order, but append into the sink's numpy arrays (through
 memoryviews) instead of building Record objects. Integer overflow wraps to int64/int32 as the C
-kernel (and Java) does, so hostile bytes give the same columns on both paths. Legacy CRC-32 is
-``zlib.crc32``; v2 CRC-32C stays with the driver (the ``crc32c`` package) on both paths.
+kernel (and Java) does, so hostile bytes give the same columns on both paths. CRCs come from
+the libraries kafkalog uses everywhere: ``zlib.crc32`` for legacy messages, the ``crc32c``
+package for v2 batches.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from array import array
 
 from . import _kernel_abi as A
 from ._pure_encode import Source, encode_plan, encode_records
+from .crc import crc32c
 
 __all__ = [
     "ABI_VERSION",
@@ -381,7 +383,6 @@ def decode_entries(
     st = v[A.STATE]
     validate = flags & A.FLAG_VALIDATE_CRC
     keep_control = flags & A.FLAG_KEEP_CONTROL
-    entries = v[A.ENTRIES]
     while True:
         if end - pos <= 17:
             return (A.END, pos, 0, 0, 0, 0, pos)
@@ -410,14 +411,10 @@ def decode_entries(
                     pos = entry_end
                     continue
                 if validate:
-                    n_ent = st[A.ST_ENTRIES]
-                    if 3 * n_ent + 3 > len(entries) or st[A.ST_PENDING_BYTES] >= A.CRC_WINDOW:
-                        return (A.ENTRIES_FULL, pos, 0, 0, 0, 0, pos)
-                    entries[3 * n_ent] = pos
-                    entries[3 * n_ent + 1] = entry_end
-                    entries[3 * n_ent + 2] = _be(buf, pos + 17, 4, signed=False)
-                    st[A.ST_ENTRIES] = n_ent + 1
-                    st[A.ST_PENDING_BYTES] += size + 12
+                    stored = _be(buf, pos + 17, 4, signed=False)
+                    computed = crc32c(buf[pos + 21 : entry_end])
+                    if stored != computed:
+                        return (A.ERROR, pos, A.E_CRC, stored, computed, 0, pos)
                 count = _be(buf, pos + 57, 4)
                 if count < 0:
                     return (A.ERROR, pos, A.E_COUNT_NEGATIVE, count, 0, 0, pos)

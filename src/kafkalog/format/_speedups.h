@@ -1,0 +1,150 @@
+/*
+ * kafkalog.format._speedups: the compiled twin of _pure_kernels.py (the columnar fast path).
+ *
+ * Same functions, arguments, results and error codes as the pure kernels; the contract is
+ * _kernel_abi.py, whose numbers are repeated below and exported so a test can compare them.
+ * Kernels never raise for bad bytes: they return (status, pos, code, a, b, c, entry_pos) and the
+ * Python driver turns codes into kafkalog's exceptions, so both twins raise identical errors.
+ *
+ * Safety rules, because every input byte is hostile:
+ *   - every read is bounded by the end of the entry, record or field being read, checked before
+ *     the read (lengths and counts are compared with the bytes left before anything is copied);
+ *   - every write is bounded by the capacity of the sink array written: when it would not fit,
+ *     the kernel restores the fill levels and returns NEED_SPACE, and the driver grows and retries;
+ *   - arithmetic on offsets and timestamps from the bytes is done in uint64 (wrapping like Java's
+ *     long), never as signed overflow.
+ * Buffers come in through the buffer protocol (bytes, bytearray, memoryview, mmap, numpy), so
+ * nothing is copied on the way in; the GIL is released while a kernel runs.
+ *
+ * Files: _speedups.c (module), _speedups_decode.c (entry walk, Sink, decode entry points),
+ * _speedups_records.c (v2 records, varints, UTF-8), _speedups_legacy.c (magic 0/1 messages),
+ * _speedups_encode.c (Source, encode), _speedups_crc.c (CRC-32 and CRC-32C). Functions shared
+ * between files carry a kl_ prefix; the build hides every symbol but the module's init.
+ */
+#ifndef KAFKALOG_SPEEDUPS_H
+#define KAFKALOG_SPEEDUPS_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+#define ABI_VERSION 2
+
+/* output slots */
+enum {
+    S_OFFSET, S_TIMESTAMP, S_TIMESTAMP_TYPE, S_KEY_OFFSETS, S_KEY_VALID, S_KEY_DATA,
+    S_VALUE_OFFSETS, S_VALUE_VALID, S_VALUE_DATA, S_HEADER_OFFSETS, S_HKEY_OFFSETS, S_HKEY_DATA,
+    S_HVAL_OFFSETS, S_HVAL_VALID, S_HVAL_DATA, S_PRODUCER_ID, S_PRODUCER_EPOCH, S_SEQUENCE,
+    S_IS_TRANSACTIONAL, S_IS_CONTROL, S_PARTITION_LEADER_EPOCH, S_STATE, NUM_SLOTS
+};
+enum { ST_ROWS, ST_KEY_BYTES, ST_VALUE_BYTES, ST_HEADERS, ST_HKEY_BYTES, ST_HVAL_BYTES,
+       STATE_SIZE };
+enum { END, DECOMPRESS, ROWS_FULL, NEED_SPACE, RANGE_END, ERROR };
+enum { GROW_ROWS, GROW_KEY_DATA, GROW_VALUE_DATA, GROW_HEADERS, GROW_HKEY_DATA, GROW_HVAL_DATA };
+#define FLAG_VALIDATE_CRC 1
+#define FLAG_KEEP_CONTROL 2
+enum {
+    E_ENTRY_SIZE = 1, E_MAGIC, E_BATCH_SIZE, E_COUNT_NEGATIVE, E_COUNT_TOO_LARGE, E_VARINT_EOF,
+    E_VARINT_LONG, E_RECORD_SIZE_OVERRUN, E_RECORD_SIZE_SMALL, E_KEY_OVERRUN, E_VALUE_OVERRUN,
+    E_HEADERS_NEGATIVE, E_HEADERS_TOO_MANY, E_HKEY_SIZE, E_HVAL_OVERRUN, E_RECORD_PAYLOAD,
+    E_RECORDS_REMAINING, E_CRC, E_LEGACY_MSG_SIZE, E_LEGACY_OVERRUN, E_LEGACY_CODEC,
+    E_LEGACY_NULL_WRAPPER, E_INNER_STRAY, E_INNER_SIZE, E_INNER_MAGIC, E_INNER_NESTED,
+    E_INNER_EMPTY, E_WRAPPER_OFFSET
+};
+enum { F_RECORD_LENGTH, F_TIMESTAMP_DELTA, F_OFFSET_DELTA, F_KEY_LENGTH, F_VALUE_LENGTH,
+       F_HEADER_COUNT, F_HKEY_LENGTH, F_HVAL_LENGTH };
+enum { PLAN_START, PLAN_COUNT, PLAN_BYTES, PLAN_FIRST_TS, PLAN_MAX_TS, PLAN_WIDTH };
+#define SOURCE_SLOTS 13
+
+typedef struct {
+    int status;
+    Py_ssize_t pos;
+    int code;
+    long long a, b, c;
+    Py_ssize_t entry_pos;
+} result_t;
+
+/* The driver's output arrays, with their pointers and capacities (_speedups_decode.c). */
+typedef struct {
+    PyObject_HEAD
+    Py_buffer views[NUM_SLOTS];
+    int nviews;
+    void *p[NUM_SLOTS];
+    Py_ssize_t cap[NUM_SLOTS];
+    PyObject *arrays;
+} SinkObject;
+
+/* One v2 batch's header fields and the kept offset range. With ``ahead`` > 0 the record walk
+ * asks the CPU to prefetch the bytes ``ahead`` past each record (below ``limit``): the next
+ * batch, whose CRC pass then runs on cached data while this one's decoding hides the fetch. */
+typedef struct {
+    int64_t base_offset, base_ts, max_ts, base_seq, producer_id, start_off, end_off;
+    int32_t count, leader_epoch;
+    int16_t producer_epoch;
+    int attributes;
+    Py_ssize_t ahead, limit;
+} batch_t;
+
+/* -- byte helpers ------------------------------------------------------------------------------ */
+static inline int64_t be64(const uint8_t *p) {
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++) v = (v << 8) | p[i];
+    return (int64_t)v;
+}
+static inline int32_t be32(const uint8_t *p) {
+    return (int32_t)(((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) |
+                     (uint32_t)p[3]);
+}
+static inline int16_t be16(const uint8_t *p) { return (int16_t)(((uint16_t)p[0] << 8) | p[1]); }
+static inline int64_t wadd(int64_t x, int64_t y) { return (int64_t)((uint64_t)x + (uint64_t)y); }
+static inline int64_t wsub(int64_t x, int64_t y) { return (int64_t)((uint64_t)x - (uint64_t)y); }
+static inline int32_t wrap32(int64_t x) { return (int32_t)(uint32_t)(uint64_t)x; }
+static inline int legacy_min_size(int magic) { return magic == 0 ? 14 : 22; }
+
+/* Record an error (rule, position, values) in r and fail the enclosing int function. */
+#define FAIL(code_, pos_, a_, b_, c_)                                                    \
+    do {                                                                                 \
+        r->status = ERROR; r->pos = (pos_); r->code = (code_);                           \
+        r->a = (a_); r->b = (b_); r->c = (c_);                                           \
+        return -1;                                                                       \
+    } while (0)
+
+/* Ask the driver to grow buffer group ``group`` to ``need`` items, and fail. */
+#define GROW(group, need)                                                                \
+    do {                                                                                 \
+        r->status = NEED_SPACE; r->pos = -1; r->code = (group); r->a = (need);           \
+        r->b = 0; r->c = 0;                                                              \
+        return -1;                                                                       \
+    } while (0)
+
+/* -- CRCs (_speedups_crc.c) -------------------------------------------------------------------- */
+void kl_crc_init(void);
+uint32_t kl_crc32(const uint8_t *p, Py_ssize_t n);  /* zlib's CRC-32: magic 0/1 messages */
+uint32_t kl_crc32c(const uint8_t *p, Py_ssize_t n); /* Castagnoli's CRC-32C: v2 batches */
+const char *kl_crc_implementation(void);
+int kl_crc_set_hardware(int level); /* 0 tables, 1 SSE4.2/PCLMULQDQ, 2 AVX-512 */
+
+/* -- records and messages (_speedups_records.c, _speedups_legacy.c) ---------------------------- */
+int kl_records_v2(SinkObject *s, const uint8_t *b, Py_ssize_t start, Py_ssize_t end,
+                  const batch_t *bt, result_t *r);
+int kl_legacy_key_value(const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int magic,
+                        Py_ssize_t out[4], result_t *r);
+int kl_legacy_row(SinkObject *s, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t offset,
+                  int64_t ts, int32_t ts_type, int magic, result_t *r);
+int kl_legacy_crc(const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, result_t *r);
+void kl_legacy_set(SinkObject *s, const uint8_t *b, Py_ssize_t end, int64_t wrapper_offset,
+                   int magic, int wrapper_attributes, int64_t wrapper_ts, int64_t start_off,
+                   int64_t end_off, int flags, result_t *r);
+
+/* -- Python entry points and types ------------------------------------------------------------- */
+extern PyTypeObject kl_SinkType, kl_SourceType;
+PyObject *kl_result_tuple(const result_t *r);
+int kl_get_bytes(PyObject *obj, Py_buffer *view);
+PyObject *kl_decode_entries(PyObject *mod, PyObject *const *args, Py_ssize_t nargs);
+PyObject *kl_decode_records_v2(PyObject *mod, PyObject *const *args, Py_ssize_t nargs);
+PyObject *kl_decode_legacy_set(PyObject *mod, PyObject *const *args, Py_ssize_t nargs);
+PyObject *kl_encode_plan(PyObject *mod, PyObject *const *args, Py_ssize_t nargs);
+PyObject *kl_encode_records(PyObject *mod, PyObject *const *args, Py_ssize_t nargs);
+
+#endif

@@ -1,0 +1,301 @@
+/*
+ * The entry walk (decode_entries) and the decode entry points: argument checks, the GIL released
+ * around the kernels, fill levels restored on NEED_SPACE. The Sink type holds the driver's arrays.
+ */
+#include "_speedups.h"
+
+static const int slot_itemsize[NUM_SLOTS] = {8, 8, 4, 4, 1, 1, 4, 1, 1, 4, 4, 1, 4, 1, 1,
+                                             8, 2, 4, 1, 1, 4, 8};
+
+PyObject *kl_result_tuple(const result_t *r) {
+    return Py_BuildValue("(iniLLLn)", r->status, r->pos, r->code, r->a, r->b, r->c,
+                         r->entry_pos);
+}
+
+int kl_get_bytes(PyObject *obj, Py_buffer *view) {
+    return PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS);
+}
+
+static void Sink_dealloc(SinkObject *self) {
+    for (int i = 0; i < self->nviews; i++) PyBuffer_Release(&self->views[i]);
+    Py_XDECREF(self->arrays);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int Sink_init(SinkObject *self, PyObject *args, PyObject *kwds) {
+    PyObject *arrays;
+    if (!PyArg_ParseTuple(args, "O!:Sink", &PyTuple_Type, &arrays)) return -1;
+    if (self->nviews) return 0;
+    if (PyTuple_GET_SIZE(arrays) != NUM_SLOTS) {
+        PyErr_Format(PyExc_ValueError, "a sink needs %d arrays, not %zd", NUM_SLOTS,
+                     PyTuple_GET_SIZE(arrays));
+        return -1;
+    }
+    for (int i = 0; i < NUM_SLOTS; i++) {
+        Py_buffer *v = &self->views[i];
+        if (PyObject_GetBuffer(PyTuple_GET_ITEM(arrays, i), v, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS)
+            < 0)
+            return -1;
+        self->nviews = i + 1;
+        if (v->len % slot_itemsize[i]) {
+            PyErr_Format(PyExc_ValueError, "sink slot %d: %zd bytes is not a whole number of "
+                         "%d-byte items", i, v->len, slot_itemsize[i]);
+            return -1;
+        }
+        self->p[i] = v->buf;
+        self->cap[i] = v->len / slot_itemsize[i];
+    }
+    if (self->cap[S_STATE] < STATE_SIZE) {
+        PyErr_SetString(PyExc_ValueError, "sink state array too small");
+        return -1;
+    }
+    /* Offsets arrays hold one more item than their rows. */
+    Py_ssize_t rows = self->cap[S_OFFSET];
+    int row_slots[] = {S_TIMESTAMP, S_TIMESTAMP_TYPE, S_KEY_VALID, S_VALUE_VALID, S_PRODUCER_ID,
+                       S_PRODUCER_EPOCH, S_SEQUENCE, S_IS_TRANSACTIONAL, S_IS_CONTROL,
+                       S_PARTITION_LEADER_EPOCH};
+    for (size_t i = 0; i < sizeof(row_slots) / sizeof(int); i++)
+        if (self->cap[row_slots[i]] < rows) rows = self->cap[row_slots[i]];
+    if (self->cap[S_KEY_OFFSETS] - 1 < rows) rows = self->cap[S_KEY_OFFSETS] - 1;
+    if (self->cap[S_VALUE_OFFSETS] - 1 < rows) rows = self->cap[S_VALUE_OFFSETS] - 1;
+    if (self->cap[S_HEADER_OFFSETS] - 1 < rows) rows = self->cap[S_HEADER_OFFSETS] - 1;
+    Py_ssize_t hdrs = self->cap[S_HVAL_VALID];
+    if (self->cap[S_HKEY_OFFSETS] - 1 < hdrs) hdrs = self->cap[S_HKEY_OFFSETS] - 1;
+    if (self->cap[S_HVAL_OFFSETS] - 1 < hdrs) hdrs = self->cap[S_HVAL_OFFSETS] - 1;
+    if (rows < 0 || hdrs < 0) {
+        PyErr_SetString(PyExc_ValueError, "sink offsets arrays need at least one item");
+        return -1;
+    }
+    self->cap[S_OFFSET] = rows;
+    self->cap[S_HVAL_VALID] = hdrs;
+    int64_t *st = self->p[S_STATE];
+    for (int i = 0; i < STATE_SIZE; i++)
+        if (st[i] < 0) {
+            PyErr_SetString(PyExc_ValueError, "negative sink state");
+            return -1;
+        }
+    if (st[ST_ROWS] > rows || st[ST_HEADERS] > hdrs || st[ST_KEY_BYTES] > self->cap[S_KEY_DATA] ||
+        st[ST_VALUE_BYTES] > self->cap[S_VALUE_DATA] || st[ST_HKEY_BYTES] > self->cap[S_HKEY_DATA] ||
+        st[ST_HVAL_BYTES] > self->cap[S_HVAL_DATA]) {
+        PyErr_SetString(PyExc_ValueError, "sink state beyond its arrays");
+        return -1;
+    }
+    Py_INCREF(arrays);
+    self->arrays = arrays;
+    return 0;
+}
+
+PyTypeObject kl_SinkType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "kafkalog.format._speedups.Sink",
+    .tp_doc = "The driver's output arrays, held for the kernels.",
+    .tp_basicsize = sizeof(SinkObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Sink_init,
+    .tp_dealloc = (destructor)Sink_dealloc,
+};
+
+
+/* -- decode_entries --------------------------------------------------------------------------- */
+static void decode_entries_impl(SinkObject *s, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end,
+                                int64_t start_off, int64_t end_off, int64_t max_rows, int flags,
+                                result_t *r) {
+    int64_t *st = s->p[S_STATE];
+    const int validate = flags & FLAG_VALIDATE_CRC, keep_control = flags & FLAG_KEEP_CONTROL;
+    int64_t saved[STATE_SIZE];
+    for (;;) {
+        r->status = END; r->pos = pos; r->code = 0; r->a = r->b = r->c = 0; r->entry_pos = pos;
+        if (end - pos <= 17) return;
+        int64_t offset = be64(b + pos);
+        int64_t size = be32(b + pos + 8);
+        if (size < 14) { r->status = ERROR; r->code = E_ENTRY_SIZE; r->a = size; r->b = offset; return; }
+        if (size > (int64_t)(end - pos - 12)) return;
+        int magic = b[pos + 16];
+        if (magic > 2) { r->status = ERROR; r->code = E_MAGIC; r->a = magic; r->b = offset; return; }
+        if (magic == 2 && size < 49) {
+            r->status = ERROR; r->code = E_BATCH_SIZE; r->a = size + 12; r->b = offset;
+            return;
+        }
+        if (st[ST_ROWS] >= max_rows) { r->status = ROWS_FULL; return; }
+        Py_ssize_t entry_end = pos + 12 + (Py_ssize_t)size;
+        memcpy(saved, st, sizeof(saved));
+        int rc = 0;
+        if (magic == 2) {
+            if (offset >= end_off) { r->status = RANGE_END; return; }
+            int attributes = be16(b + pos + 21);
+            int64_t last = wadd(offset, be32(b + pos + 23));
+            if (last < start_off || ((attributes & 0x20) && !keep_control)) {
+                pos = entry_end;
+                continue;
+            }
+            if (validate) { /* before anything else of the batch; it also brings it into cache */
+                uint32_t stored = (uint32_t)be32(b + pos + 17);
+                uint32_t computed = kl_crc32c(b + pos + 21, entry_end - pos - 21);
+                if (stored != computed) {
+                    r->status = ERROR; r->code = E_CRC; r->a = stored; r->b = computed;
+                    return;
+                }
+            }
+            int32_t count = be32(b + pos + 57);
+            if (count < 0) { r->status = ERROR; r->code = E_COUNT_NEGATIVE; r->a = count; return; }
+            if (attributes & 0x07) {
+                if (count) { r->status = DECOMPRESS; return; }
+                pos = entry_end;
+                continue;
+            }
+            batch_t bt = {
+                .base_offset = offset, .base_ts = be64(b + pos + 27), .max_ts = be64(b + pos + 35),
+                .base_seq = be32(b + pos + 53), .producer_id = be64(b + pos + 43),
+                .start_off = start_off, .end_off = end_off, .count = count,
+                .leader_epoch = be32(b + pos + 12), .producer_epoch = be16(b + pos + 51),
+                .attributes = attributes, .ahead = validate ? entry_end - pos : 0, .limit = end,
+            };
+            rc = kl_records_v2(s, b, pos + 61, entry_end, &bt, r);
+        } else {
+            if (size < legacy_min_size(magic)) {
+                r->status = ERROR; r->code = E_LEGACY_MSG_SIZE; r->a = size; r->b = magic;
+                return;
+            }
+            int attributes = b[pos + 17], codec = attributes & 0x07;
+            if (codec == 0 && offset >= end_off) { r->status = RANGE_END; return; }
+            if (offset < start_off) { pos = entry_end; continue; }
+            if (validate) {
+                if (pos + 1024 + 64 < end) { /* as records_v2 does: hide the fetch */
+                    __builtin_prefetch(b + pos + 1024);
+                    __builtin_prefetch(b + pos + 1024 + 64);
+                }
+                rc = kl_legacy_crc(b, pos, entry_end, r);
+            }
+            if (!rc) {
+                int64_t ts = -1;
+                int32_t ts_type = -1;
+                if (magic == 1) { ts = be64(b + pos + 18); ts_type = (attributes & 0x08) ? 1 : 0; }
+                if (codec) {
+                    if (codec > 3) {
+                        r->status = ERROR; r->code = E_LEGACY_CODEC; r->a = codec; r->b = magic;
+                        return;
+                    }
+                    Py_ssize_t kv[4];
+                    rc = kl_legacy_key_value(b, pos, entry_end, magic, kv, r);
+                    if (!rc) {
+                        if (kv[3] < 0) {
+                            r->status = ERROR; r->code = E_LEGACY_NULL_WRAPPER; r->a = magic;
+                            return;
+                        }
+                        r->status = DECOMPRESS; r->a = kv[2]; r->b = kv[3];
+                        return;
+                    }
+                } else {
+                    rc = kl_legacy_row(s, b, pos, entry_end, offset, ts, ts_type, magic, r);
+                }
+            }
+        }
+        if (rc) {
+            if (r->status == NEED_SPACE) {
+                memcpy(st, saved, sizeof(saved));
+                r->pos = pos;
+            }
+            r->entry_pos = pos;
+            return;
+        }
+        pos = entry_end;
+    }
+}
+
+PyObject *kl_decode_entries(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 8) {
+        PyErr_SetString(PyExc_TypeError, "decode_entries takes 8 arguments");
+        return NULL;
+    }
+    if (!PyObject_TypeCheck(args[0], &kl_SinkType)) {
+        PyErr_SetString(PyExc_TypeError, "decode_entries needs a Sink");
+        return NULL;
+    }
+    SinkObject *s = (SinkObject *)args[0];
+    Py_ssize_t pos = PyLong_AsSsize_t(args[2]), end = PyLong_AsSsize_t(args[3]);
+    long long start_off = PyLong_AsLongLong(args[4]), end_off = PyLong_AsLongLong(args[5]);
+    long long max_rows = PyLong_AsLongLong(args[6]);
+    long flags = PyLong_AsLong(args[7]);
+    if (PyErr_Occurred()) return NULL;
+    Py_buffer in;
+    if (kl_get_bytes(args[1], &in) < 0) return NULL;
+    if (pos < 0 || end > in.len || pos > end) {
+        PyBuffer_Release(&in);
+        PyErr_SetString(PyExc_ValueError, "decode_entries: pos/end outside the buffer");
+        return NULL;
+    }
+    result_t r;
+    Py_BEGIN_ALLOW_THREADS
+    decode_entries_impl(s, in.buf, pos, end, start_off, end_off, max_rows, (int)flags, &r);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&in);
+    return kl_result_tuple(&r);
+}
+
+PyObject *kl_decode_records_v2(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 13) {
+        PyErr_SetString(PyExc_TypeError, "decode_records_v2 takes 13 arguments");
+        return NULL;
+    }
+    if (!PyObject_TypeCheck(args[0], &kl_SinkType)) {
+        PyErr_SetString(PyExc_TypeError, "decode_records_v2 needs a Sink");
+        return NULL;
+    }
+    SinkObject *s = (SinkObject *)args[0];
+    long long v[11];
+    for (int i = 0; i < 11; i++) v[i] = PyLong_AsLongLong(args[i + 2]);
+    if (PyErr_Occurred()) return NULL;
+    if (v[0] < 0 || v[0] > INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "decode_records_v2: count out of range");
+        return NULL;
+    }
+    batch_t bt = {
+        .count = (int32_t)v[0], .base_offset = v[1], .base_ts = v[2], .max_ts = v[3],
+        .attributes = (int)v[4], .base_seq = v[5], .producer_id = v[6],
+        .producer_epoch = (int16_t)v[7], .leader_epoch = (int32_t)v[8], .start_off = v[9],
+        .end_off = v[10],
+    };
+    Py_buffer in;
+    if (kl_get_bytes(args[1], &in) < 0) return NULL;
+    result_t r = {END, in.len, 0, 0, 0, 0, 0};
+    int rc;
+    int64_t saved[STATE_SIZE];
+    memcpy(saved, s->p[S_STATE], sizeof(saved));
+    Py_BEGIN_ALLOW_THREADS
+    rc = kl_records_v2(s, in.buf, 0, in.len, &bt, &r);
+    Py_END_ALLOW_THREADS
+    if (rc) {
+        if (r.status == NEED_SPACE) memcpy(s->p[S_STATE], saved, sizeof(saved));
+        r.entry_pos = 0;
+    }
+    PyBuffer_Release(&in);
+    return kl_result_tuple(&r);
+}
+
+PyObject *kl_decode_legacy_set(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 9) {
+        PyErr_SetString(PyExc_TypeError, "decode_legacy_set takes 9 arguments");
+        return NULL;
+    }
+    if (!PyObject_TypeCheck(args[0], &kl_SinkType)) {
+        PyErr_SetString(PyExc_TypeError, "decode_legacy_set needs a Sink");
+        return NULL;
+    }
+    SinkObject *s = (SinkObject *)args[0];
+    long long v[7];
+    for (int i = 0; i < 7; i++) v[i] = PyLong_AsLongLong(args[i + 2]);
+    if (PyErr_Occurred()) return NULL;
+    Py_buffer in;
+    if (kl_get_bytes(args[1], &in) < 0) return NULL;
+    result_t r = {END, 0, 0, 0, 0, 0, 0};
+    int64_t saved[STATE_SIZE];
+    memcpy(saved, s->p[S_STATE], sizeof(saved));
+    Py_BEGIN_ALLOW_THREADS
+    kl_legacy_set(s, in.buf, in.len, v[0], (int)v[1], (int)v[2], v[3], v[4], v[5], (int)v[6], &r);
+    Py_END_ALLOW_THREADS
+    if (r.status == NEED_SPACE) memcpy(s->p[S_STATE], saved, sizeof(saved));
+    r.entry_pos = 0;
+    PyBuffer_Release(&in);
+    return kl_result_tuple(&r);
+}

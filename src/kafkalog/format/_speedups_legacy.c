@@ -1,0 +1,144 @@
+/*
+ * Magic 0/1 messages: key and value of one message, one row, the CRC-32 check, and the inner
+ * messages of a decompressed wrapper (with LegacyRecord's offset and timestamp rules).
+ */
+#include "_speedups.h"
+
+
+/* Key and value of the message whose entry is b[pos:end] (its size already checked >= min). */
+int kl_legacy_key_value(const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int magic,
+                        Py_ssize_t out[4], result_t *r) {
+    Py_ssize_t p = pos + 12 + legacy_min_size(magic) - 8;
+    for (int field = 0; field < 2; field++) {
+        int64_t length = be32(b + p);
+        p += 4;
+        if (length < 0) { /* any negative size is null, as LegacyRecord reads it */
+            out[2 * field] = p;
+            out[2 * field + 1] = -1;
+        } else {
+            int64_t remaining = (int64_t)(end - p) - (field == 0 ? 4 : 0);
+            if (length > remaining) FAIL(E_LEGACY_OVERRUN, pos, field, length, remaining);
+            out[2 * field] = p;
+            out[2 * field + 1] = (Py_ssize_t)length;
+            p += (Py_ssize_t)length;
+        }
+    }
+    return 0;
+}
+
+int kl_legacy_row(SinkObject *s, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t offset,
+                  int64_t ts, int32_t ts_type, int magic, result_t *r) {
+    int64_t *st = s->p[S_STATE];
+    int64_t n = st[ST_ROWS], ku = st[ST_KEY_BYTES], vu = st[ST_VALUE_BYTES];
+    Py_ssize_t kv[4];
+    if (kl_legacy_key_value(b, pos, end, magic, kv, r)) return -1;
+    Py_ssize_t k_len = kv[1], v_len = kv[3];
+    if (n + 1 > s->cap[S_OFFSET]) GROW(GROW_ROWS, n + 1);
+    if (k_len > 0 && ku + k_len > s->cap[S_KEY_DATA]) GROW(GROW_KEY_DATA, ku + k_len);
+    if (v_len > 0 && vu + v_len > s->cap[S_VALUE_DATA]) GROW(GROW_VALUE_DATA, vu + v_len);
+    if (k_len >= 0) {
+        memcpy((uint8_t *)s->p[S_KEY_DATA] + ku, b + kv[0], (size_t)k_len);
+        ku += k_len;
+    }
+    if (v_len >= 0) {
+        memcpy((uint8_t *)s->p[S_VALUE_DATA] + vu, b + kv[2], (size_t)v_len);
+        vu += v_len;
+    }
+    ((uint8_t *)s->p[S_KEY_VALID])[n] = k_len >= 0;
+    ((uint8_t *)s->p[S_VALUE_VALID])[n] = v_len >= 0;
+    ((int32_t *)s->p[S_KEY_OFFSETS])[n + 1] = (int32_t)ku;
+    ((int32_t *)s->p[S_VALUE_OFFSETS])[n + 1] = (int32_t)vu;
+    ((int32_t *)s->p[S_HEADER_OFFSETS])[n + 1] = (int32_t)st[ST_HEADERS];
+    ((int64_t *)s->p[S_OFFSET])[n] = offset;
+    ((int64_t *)s->p[S_TIMESTAMP])[n] = ts;
+    ((int32_t *)s->p[S_TIMESTAMP_TYPE])[n] = ts_type;
+    ((int64_t *)s->p[S_PRODUCER_ID])[n] = -1;
+    ((int16_t *)s->p[S_PRODUCER_EPOCH])[n] = -1;
+    ((int32_t *)s->p[S_SEQUENCE])[n] = -1;
+    ((uint8_t *)s->p[S_IS_TRANSACTIONAL])[n] = 0;
+    ((uint8_t *)s->p[S_IS_CONTROL])[n] = 0;
+    ((int32_t *)s->p[S_PARTITION_LEADER_EPOCH])[n] = -1;
+    st[ST_ROWS] = n + 1;
+    st[ST_KEY_BYTES] = ku;
+    st[ST_VALUE_BYTES] = vu;
+    return 0;
+}
+
+int kl_legacy_crc(const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, result_t *r) {
+    uint32_t stored = (uint32_t)be32(b + pos + 12);
+    uint32_t computed = kl_crc32(b + pos + 16, end - pos - 16);
+    if (stored != computed) FAIL(E_CRC, pos, stored, computed, 0);
+    return 0;
+}
+
+
+void kl_legacy_set(SinkObject *s, const uint8_t *b, Py_ssize_t end, int64_t wrapper_offset,
+                   int magic, int wrapper_attributes, int64_t wrapper_ts, int64_t start_off,
+                   int64_t end_off, int flags, result_t *r) {
+    Py_ssize_t pos = 0, n_inner = 0, last_pos = 0;
+    r->entry_pos = 0;
+    while (pos < end) {
+        if (end - pos < 12) {
+            r->status = ERROR; r->pos = pos; r->code = E_INNER_STRAY; r->a = end - pos;
+            return;
+        }
+        int64_t size = be32(b + pos + 8);
+        if (size < 14 || size > (int64_t)(end - pos - 12)) {
+            r->status = ERROR; r->pos = pos; r->code = E_INNER_SIZE; r->a = pos; r->b = size;
+            r->c = end - pos - 12;
+            return;
+        }
+        int inner_magic = b[pos + 16];
+        if (inner_magic != magic) {
+            r->status = ERROR; r->pos = pos; r->code = E_INNER_MAGIC; r->a = inner_magic;
+            r->b = magic;
+            return;
+        }
+        if (size < legacy_min_size(magic)) {
+            r->status = ERROR; r->pos = pos; r->code = E_LEGACY_MSG_SIZE; r->a = size; r->b = magic;
+            return;
+        }
+        if (b[pos + 17] & 0x07) {
+            r->status = ERROR; r->pos = pos; r->code = E_INNER_NESTED;
+            return;
+        }
+        n_inner++;
+        last_pos = pos;
+        pos += 12 + (Py_ssize_t)size;
+    }
+    if (!n_inner) { r->status = ERROR; r->pos = 0; r->code = E_INNER_EMPTY; return; }
+    int64_t base = 0;
+    if (magic > 0) {
+        int64_t last_inner = be64(b + last_pos);
+        if (wrapper_offset != 0) {
+            if (wrapper_offset < last_inner) {
+                r->status = ERROR; r->pos = 0; r->code = E_WRAPPER_OFFSET; r->a = wrapper_offset;
+                r->b = last_inner;
+                return;
+            }
+            base = wsub(wrapper_offset, last_inner);
+        }
+    }
+    const int log_append = magic > 0 && (wrapper_attributes & 0x08);
+    pos = 0;
+    while (pos < end) {
+        Py_ssize_t e = pos + 12 + be32(b + pos + 8);
+        int64_t offset = wadd(base, be64(b + pos));
+        if ((flags & FLAG_VALIDATE_CRC) && kl_legacy_crc(b, pos, e, r)) return;
+        int64_t ts = -1;
+        int32_t ts_type = -1;
+        if (magic == 1) {
+            if (log_append) { ts = wrapper_ts; ts_type = 1; }
+            else { ts = be64(b + pos + 18); ts_type = 0; } /* the wrapper's type (LegacyRecord) */
+        }
+        if (offset < start_off || offset >= end_off) {
+            Py_ssize_t kv[4];
+            if (kl_legacy_key_value(b, pos, e, magic, kv, r)) return;
+        } else if (kl_legacy_row(s, b, pos, e, offset, ts, ts_type, magic, r)) {
+            return;
+        }
+        pos = e;
+    }
+    r->status = END; r->pos = end; r->code = 0; r->a = r->b = r->c = 0;
+}
+

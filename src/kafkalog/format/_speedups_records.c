@@ -1,0 +1,272 @@
+/*
+ * v2 records: the varint walk of one uncompressed records section into the sink's columns, with
+ * record.py's rules (and error positions) for every field; header keys are checked as UTF-8 and
+ * replaced as Kafka's String decoding does.
+ */
+#include "_speedups.h"
+
+
+/* -- UTF-8: header keys decode as Kafka's new String(bytes, UTF_8), i.e. Python's "replace" ---- */
+/* Strict validity as Python's decoder sees it (no surrogates, no overlongs, <= U+10FFFF). */
+static int utf8_valid(const uint8_t *s, Py_ssize_t n) {
+    Py_ssize_t i = 0;
+    while (n - i >= 8) { /* ASCII fast path, eight bytes at a time */
+        uint64_t w;
+        memcpy(&w, s + i, 8);
+        if (w & 0x8080808080808080ull) break;
+        i += 8;
+    }
+    while (i < n) {
+        uint8_t c = s[i];
+        if (c < 0x80) { i++; continue; }
+        if (c < 0xC2) return 0;
+        if (c < 0xE0) {
+            if (n - i < 2 || (s[i + 1] & 0xC0) != 0x80) return 0;
+            i += 2;
+        } else if (c < 0xF0) {
+            if (n - i < 3) return 0;
+            uint8_t c1 = s[i + 1], c2 = s[i + 2];
+            if ((c1 & 0xC0) != 0x80 || (c2 & 0xC0) != 0x80) return 0;
+            if (c == 0xE0 && c1 < 0xA0) return 0;
+            if (c == 0xED && c1 >= 0xA0) return 0;
+            i += 3;
+        } else if (c < 0xF5) {
+            if (n - i < 4) return 0;
+            uint8_t c1 = s[i + 1], c2 = s[i + 2], c3 = s[i + 3];
+            if ((c1 & 0xC0) != 0x80 || (c2 & 0xC0) != 0x80 || (c3 & 0xC0) != 0x80) return 0;
+            if (c == 0xF0 && c1 < 0x90) return 0;
+            if (c == 0xF4 && c1 >= 0x90) return 0;
+            i += 4;
+        } else {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Python's bytes.decode("utf-8", "replace"), re-encoded: each maximal invalid subpart (Unicode's
+ * "substitution of maximal subparts", which CPython follows) becomes U+FFFD. Writes at most 3n. */
+static Py_ssize_t utf8_replace(const uint8_t *s, Py_ssize_t n, uint8_t *o) {
+    Py_ssize_t i = 0, w = 0;
+    while (i < n) {
+        uint8_t c = s[i];
+        if (c < 0x80) { o[w++] = c; i++; continue; }
+        int need = 0;
+        uint8_t lo = 0x80, hi = 0xBF;
+        if (c >= 0xC2 && c <= 0xDF) need = 1;
+        else if (c >= 0xE0 && c <= 0xEF) {
+            need = 2;
+            if (c == 0xE0) lo = 0xA0;
+            else if (c == 0xED) hi = 0x9F;
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            need = 3;
+            if (c == 0xF0) lo = 0x90;
+            else if (c == 0xF4) hi = 0x8F;
+        }
+        Py_ssize_t j = 1;
+        int ok = need > 0;
+        for (int k = 0; ok && k < need; k++) {
+            if (i + j >= n) { ok = 0; break; }
+            uint8_t d = s[i + j];
+            if (d < (k == 0 ? lo : 0x80) || d > (k == 0 ? hi : 0xBF)) { ok = 0; break; }
+            j++;
+        }
+        if (ok) {
+            memcpy(o + w, s + i, (size_t)j);
+            w += j;
+        } else {
+            o[w++] = 0xEF; o[w++] = 0xBF; o[w++] = 0xBD;
+        }
+        i += j;
+    }
+    return w;
+}
+
+/* -- varints (zigzag), exactly record.py's rules: > max_bytes is corruption, 5-byte keeps 32 bits */
+/* Returns 0, or the error code with r filled (position = start of the varint). */
+static int varint_slow(const uint8_t *b, Py_ssize_t *p, Py_ssize_t end, int max_bytes, int field,
+                       int64_t *out, result_t *r) {
+    Py_ssize_t q = *p, start = q;
+    uint64_t raw = 0;
+    int shift = 0;
+    for (;;) {
+        if (q >= end) {
+            r->status = ERROR; r->pos = start; r->code = E_VARINT_EOF; r->a = field;
+            return E_VARINT_EOF;
+        }
+        uint8_t c = b[q++];
+        if (shift < 64) raw |= (uint64_t)(c & 0x7F) << shift;
+        if (c < 0x80) break;
+        shift += 7;
+        if (q - start >= max_bytes) {
+            r->status = ERROR; r->pos = start; r->code = E_VARINT_LONG; r->a = field;
+            r->b = max_bytes;
+            return E_VARINT_LONG;
+        }
+    }
+    if (max_bytes == 5) raw &= 0xFFFFFFFFu;
+    *out = (int64_t)(raw >> 1) ^ -(int64_t)(raw & 1);
+    *p = q;
+    return 0;
+}
+
+#define READ_VARINT(dst, end_, maxb, field)                                              \
+    do {                                                                                 \
+        if (pos < (end_) && b[pos] < 0x80) {                                             \
+            uint8_t c_ = b[pos++];                                                       \
+            (dst) = (int64_t)(c_ >> 1) ^ -(int64_t)(c_ & 1);                             \
+        } else if (varint_slow(b, &pos, (end_), (maxb), (field), &(dst), r)) {           \
+            return -1;                                                                   \
+        }                                                                                \
+    } while (0)
+
+
+static inline int32_t sequence_of(int64_t base, int64_t delta) {
+    if (base < 0) return -1;
+    if (base > INT32_MAX - delta) return wrap32(delta - (INT32_MAX - base) - 1);
+    return wrap32(base + delta);
+}
+
+/* Append the records of b[start:end]; 0, or -1 with r filled (ERROR or NEED_SPACE). Fill levels
+ * change only on success, so the caller can retry after growing. */
+int kl_records_v2(SinkObject *s, const uint8_t *b, Py_ssize_t start, Py_ssize_t end,
+                  const batch_t *bt, result_t *r) {
+    int64_t *st = s->p[S_STATE];
+    int64_t count = bt->count;
+    if (count * 7 > (int64_t)(end - start)) FAIL(E_COUNT_TOO_LARGE, start, count, end - start, 0);
+    int64_t n = st[ST_ROWS];
+    if (n + count > s->cap[S_OFFSET]) GROW(GROW_ROWS, n + count);
+    int64_t ku = st[ST_KEY_BYTES], vu = st[ST_VALUE_BYTES];
+    int64_t nh = st[ST_HEADERS], hku = st[ST_HKEY_BYTES], hvu = st[ST_HVAL_BYTES];
+    int64_t *o_off = s->p[S_OFFSET], *o_ts = s->p[S_TIMESTAMP], *o_pid = s->p[S_PRODUCER_ID];
+    int32_t *o_tt = s->p[S_TIMESTAMP_TYPE], *o_ko = s->p[S_KEY_OFFSETS], *o_vo = s->p[S_VALUE_OFFSETS];
+    int32_t *o_ho = s->p[S_HEADER_OFFSETS], *o_hko = s->p[S_HKEY_OFFSETS];
+    int32_t *o_hvo = s->p[S_HVAL_OFFSETS], *o_seq = s->p[S_SEQUENCE];
+    int32_t *o_ple = s->p[S_PARTITION_LEADER_EPOCH];
+    int16_t *o_ep = s->p[S_PRODUCER_EPOCH];
+    uint8_t *o_kv = s->p[S_KEY_VALID], *o_kd = s->p[S_KEY_DATA], *o_vv = s->p[S_VALUE_VALID];
+    uint8_t *o_vd = s->p[S_VALUE_DATA], *o_hkd = s->p[S_HKEY_DATA], *o_hvv = s->p[S_HVAL_VALID];
+    uint8_t *o_hvd = s->p[S_HVAL_DATA], *o_txn = s->p[S_IS_TRANSACTIONAL], *o_ctl = s->p[S_IS_CONTROL];
+    const Py_ssize_t kcap = s->cap[S_KEY_DATA], vcap = s->cap[S_VALUE_DATA];
+    const Py_ssize_t hcap = s->cap[S_HVAL_VALID], hkcap = s->cap[S_HKEY_DATA];
+    const Py_ssize_t hvcap = s->cap[S_HVAL_DATA];
+    const int log_append = (bt->attributes & 0x08) != 0;
+    const uint8_t txn = (bt->attributes & 0x10) ? 1 : 0, ctl = (bt->attributes & 0x20) ? 1 : 0;
+    Py_ssize_t pos = start;
+    for (int64_t i = 0; i < count; i++) {
+        Py_ssize_t record_start = pos;
+        if (bt->ahead && pos + bt->ahead + 64 < bt->limit) {
+            __builtin_prefetch(b + pos + bt->ahead);
+            __builtin_prefetch(b + pos + bt->ahead + 64);
+        }
+        int64_t length, ts_delta, offset_delta, k_len, v_len, h_count;
+        READ_VARINT(length, end, 5, F_RECORD_LENGTH);
+        if (length < 0 || length > (int64_t)(end - pos))
+            FAIL(E_RECORD_SIZE_OVERRUN, record_start, length, end - pos, 0);
+        Py_ssize_t body_end = pos + (Py_ssize_t)length;
+        if (length < 6) FAIL(E_RECORD_SIZE_SMALL, record_start, length, 0, 0);
+        pos += 1; /* attributes: unused */
+        READ_VARINT(ts_delta, body_end, 10, F_TIMESTAMP_DELTA);
+        READ_VARINT(offset_delta, body_end, 5, F_OFFSET_DELTA);
+        READ_VARINT(k_len, body_end, 5, F_KEY_LENGTH);
+        Py_ssize_t k_pos = pos;
+        if (k_len >= 0) { /* Kafka reads any negative size as null */
+            if (k_len > (int64_t)(body_end - pos)) FAIL(E_KEY_OVERRUN, pos, k_len, body_end - pos, 0);
+            pos += (Py_ssize_t)k_len;
+        }
+        READ_VARINT(v_len, body_end, 5, F_VALUE_LENGTH);
+        Py_ssize_t v_pos = pos;
+        if (v_len >= 0) {
+            if (v_len > (int64_t)(body_end - pos))
+                FAIL(E_VALUE_OVERRUN, pos, v_len, body_end - pos, 0);
+            pos += (Py_ssize_t)v_len;
+        }
+        READ_VARINT(h_count, body_end, 5, F_HEADER_COUNT);
+        if (h_count < 0) FAIL(E_HEADERS_NEGATIVE, pos, h_count, 0, 0);
+        int64_t offset = wadd(bt->base_offset, offset_delta);
+        int keep = offset >= bt->start_off && offset < bt->end_off;
+        if (h_count) {
+            if (h_count * 2 > (int64_t)(body_end - pos))
+                FAIL(E_HEADERS_TOO_MANY, pos, h_count, body_end - pos, 0);
+            if (keep && nh + h_count > hcap) GROW(GROW_HEADERS, nh + h_count + (end - pos) / 2);
+            int64_t nh0 = nh, hku0 = hku, hvu0 = hvu;
+            for (int64_t h = 0; h < h_count; h++) {
+                int64_t hk_len, hv_len;
+                READ_VARINT(hk_len, body_end, 5, F_HKEY_LENGTH);
+                if (hk_len < 0 || hk_len > (int64_t)(body_end - pos))
+                    FAIL(E_HKEY_SIZE, pos, hk_len, 0, 0);
+                Py_ssize_t hk_pos = pos;
+                pos += (Py_ssize_t)hk_len;
+                READ_VARINT(hv_len, body_end, 5, F_HVAL_LENGTH);
+                Py_ssize_t hv_pos = pos;
+                if (hv_len >= 0) {
+                    if (hv_len > (int64_t)(body_end - pos)) FAIL(E_HVAL_OVERRUN, pos, hv_len, 0, 0);
+                    pos += (Py_ssize_t)hv_len;
+                }
+                if (keep) {
+                    if (utf8_valid(b + hk_pos, (Py_ssize_t)hk_len)) {
+                        if (hku + hk_len > hkcap) GROW(GROW_HKEY_DATA, hku + (end - hk_pos));
+                        memcpy(o_hkd + hku, b + hk_pos, (size_t)hk_len);
+                        hku += hk_len;
+                    } else {
+                        if (hku + 3 * hk_len > hkcap)
+                            GROW(GROW_HKEY_DATA, hku + 3 * hk_len + (end - hk_pos));
+                        hku += utf8_replace(b + hk_pos, (Py_ssize_t)hk_len, o_hkd + hku);
+                    }
+                    o_hko[nh + 1] = (int32_t)hku;
+                    if (hv_len >= 0) {
+                        if (hvu + hv_len > hvcap) GROW(GROW_HVAL_DATA, hvu + (end - hv_pos));
+                        memcpy(o_hvd + hvu, b + hv_pos, (size_t)hv_len);
+                        hvu += hv_len;
+                        o_hvv[nh] = 1;
+                    } else {
+                        o_hvv[nh] = 0;
+                    }
+                    o_hvo[nh + 1] = (int32_t)hvu;
+                    nh++;
+                }
+            }
+            if (!keep) { nh = nh0; hku = hku0; hvu = hvu0; }
+        }
+        if (pos != body_end)
+            FAIL(E_RECORD_PAYLOAD, record_start, length, (int64_t)(pos - (body_end - length)), 0);
+        if (!keep) continue;
+        if (k_len >= 0) {
+            if (ku + k_len > kcap) GROW(GROW_KEY_DATA, ku + (end - k_pos));
+            memcpy(o_kd + ku, b + k_pos, (size_t)k_len);
+            ku += k_len;
+            o_kv[n] = 1;
+        } else {
+            o_kv[n] = 0;
+        }
+        o_ko[n + 1] = (int32_t)ku;
+        if (v_len >= 0) {
+            if (vu + v_len > vcap) GROW(GROW_VALUE_DATA, vu + (end - v_pos));
+            memcpy(o_vd + vu, b + v_pos, (size_t)v_len);
+            vu += v_len;
+            o_vv[n] = 1;
+        } else {
+            o_vv[n] = 0;
+        }
+        o_vo[n + 1] = (int32_t)vu;
+        o_ho[n + 1] = (int32_t)nh;
+        o_off[n] = offset;
+        o_ts[n] = log_append ? bt->max_ts : wadd(bt->base_ts, ts_delta);
+        o_tt[n] = log_append;
+        o_pid[n] = bt->producer_id;
+        o_ep[n] = bt->producer_epoch;
+        o_seq[n] = sequence_of(bt->base_seq, offset_delta);
+        o_txn[n] = txn;
+        o_ctl[n] = ctl;
+        o_ple[n] = bt->leader_epoch;
+        n++;
+    }
+    if (pos != end) FAIL(E_RECORDS_REMAINING, pos, end - pos, count, 0);
+    st[ST_ROWS] = n;
+    st[ST_KEY_BYTES] = ku;
+    st[ST_VALUE_BYTES] = vu;
+    st[ST_HEADERS] = nh;
+    st[ST_HKEY_BYTES] = hku;
+    st[ST_HVAL_BYTES] = hvu;
+    return 0;
+}
