@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from types import SimpleNamespace
 
 from kafkalog.format.validator_types import AppendOrigin
 from kafkalog.log.clock import MockClock
@@ -27,7 +28,11 @@ class FakeBroker:
     def __init__(self, data_dir: Path, clock: MockClock | None = None, config=None) -> None:
         self.clock = clock or MockClock(now_ms=T0)
         self.log_manager = LogManager(data_dir, writable=True, create=True, clock=self.clock)
-        self.config = config
+        self.config = config or SimpleNamespace(
+            offsets_topic_num_partitions=4,
+            transaction_state_log_num_partitions=4,
+            extra={"group.initial.rebalance.delay.ms": "100"},
+        )
         self.handlers: dict[int, object] = {}
         self.shutdown_hooks: list = []
         self.flushes = 0
