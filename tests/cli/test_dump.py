@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from dump_testing import run_dump
 from kafka.record import MemoryRecords as KpMemoryRecords
 from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.legacy_records import LegacyRecordBatchBuilder
@@ -33,10 +34,21 @@ def kafkalog_exe() -> list[str]:
     return [sys.executable, "-m", "kafkalog.cli.main"]
 
 
-def run(*args: str, check_status: int | None = None) -> subprocess.CompletedProcess:
+def run_script(*args: str, check_status: int | None = None) -> subprocess.CompletedProcess:
+    """The real console script in a subprocess (end-to-end tests)."""
     proc = subprocess.run(
         [*kafkalog_exe(), *args], capture_output=True, text=True, timeout=120, check=False
     )
+    if check_status is not None:
+        assert proc.returncode == check_status, (proc.returncode, proc.stdout, proc.stderr)
+    return proc
+
+
+def run(*args: str, check_status: int | None = None) -> subprocess.CompletedProcess:
+    """``kafkalog dump ...`` in-process (fast): the same result object as :func:`run_script`."""
+    assert args[0] == "dump"
+    status, out, err = run_dump(*args[1:])
+    proc = subprocess.CompletedProcess(list(args), status, out, err)
     if check_status is not None:
         assert proc.returncode == check_status, (proc.returncode, proc.stdout, proc.stderr)
     return proc
@@ -116,7 +128,7 @@ def expected_batch_lines(data: bytes) -> list[str]:
 
 
 def test_text_batch_lines_match_kafka_dump_log_format(segment: Path) -> None:
-    proc = run("dump", str(segment), check_status=0)
+    proc = run_script("dump", str(segment), check_status=0)
     lines = proc.stdout.splitlines()
     assert lines[0] == f"Dumping {segment}"
     assert lines[1] == "Log starting offset: 0"
@@ -230,7 +242,7 @@ SUMMARY_FIELDS = {"type", "batches", "records", "validBytes", "invalidBytes", "t
 
 
 def test_json_contract_fields_and_values(segment: Path) -> None:
-    proc = run("dump", "--json", "--deep-iteration", str(segment), check_status=0)
+    proc = run_script("dump", "--json", "--deep-iteration", str(segment), check_status=0)
     objs = load_json_lines(proc.stdout)
     assert objs[0] == {"type": "file", "path": str(segment), "kind": "log"}
     batches = [o for o in objs if o["type"] == "batch"]
@@ -318,11 +330,15 @@ def test_corrupt_header_stops_with_corrupt_tail(segment: Path) -> None:
 
 
 def test_exit_codes_for_usage_and_io_errors(tmp_path: Path) -> None:
-    assert run().returncode == 2
     assert run("dump").returncode == 2
-    assert run("dump", "--max-bytes", "x", "a.log").returncode == 2
+    with pytest.raises(SystemExit) as usage:
+        run("dump", "--max-bytes", "x", "a.log")
+    assert usage.value.code == 2
     missing = tmp_path / "00000000000000000000.log"
-    proc = run("dump", str(missing))
+    assert run("dump", str(missing)).returncode == 3
+    proc = run_script("dump", "--max-bytes", "0", str(missing))
+    assert proc.returncode == 2
+    proc = run_script("dump", str(missing))
     assert proc.returncode == 3 and str(missing) in proc.stderr
 
 

@@ -221,6 +221,7 @@ def run(args: argparse.Namespace) -> int:
             if kind is None:
                 out.flush()
                 print(f"Ignoring unknown file {path}", file=sys.stderr)
+                progress.advance(total_bytes([path]))
                 continue
             name, dumper_class = kind
             dumper = dumper_class(path, options, reports)

@@ -198,6 +198,10 @@ class _NoLog:
 class TimeIndexDump(_SegmentFileDump):
     """``.timeindex``: ``timestamp: T offset: O`` per entry, each checked against its ``.log``."""
 
+    # Where to resume scanning the log without an .index: (a batch's position, the last offset
+    # before it); entries for offsets above that offset can start there.
+    _resume: tuple[int, int] = (0, -1)
+
     def dump(self, progress: Progress) -> None:
         base = self.base_offset()
         if base is None:
@@ -231,10 +235,14 @@ class TimeIndexDump(_SegmentFileDump):
                         break
                     found = None
                     if log is not None:
-                        position = 0
+                        position, below = 0, -1
                         if offset_index is not None:
                             position = offset_index.lookup(entry.offset).position
-                        found = self._check(log, i, entry.timestamp, entry.offset, position)
+                        elif entry.offset > self._resume[1]:
+                            # No .index: go on from the last batch found instead of rescanning
+                            # the log from its start for every entry.
+                            position, below = self._resume
+                        found = self._check(log, i, entry.timestamp, entry.offset, position, below)
                         if found is not None and found[0] == entry.offset:
                             if previous >= entry.timestamp:
                                 self.mismatch(
@@ -269,13 +277,20 @@ class TimeIndexDump(_SegmentFileDump):
         )
 
     def _check(
-        self, log: memoryview, i: int, timestamp: int, offset: int, position: int
+        self, log: memoryview, i: int, timestamp: int, offset: int, position: int, below: int
     ) -> tuple[int, int | None] | None:
         """kafka-dump-log's check: the first batch from ``position`` reaching ``offset`` must end
         at it, and the largest record timestamp in it be the entry's. Returns (that batch's last
         offset, its largest timestamp or None), or None when no batch reaches ``offset``."""
         scan = RecordsScan(log[position:], position_base=position)
-        batch = next((b for b in scan if b.last_offset >= offset), None)
+        batch = None
+        previous_last = below  # every offset before ``position`` is at most this
+        for candidate in scan:
+            if candidate.last_offset >= offset:
+                batch = candidate
+                self._resume = (candidate.position, previous_last)
+                break
+            previous_last = candidate.last_offset
         if batch is None:
             self.mismatch(
                 f"Indexed offset: {offset}, found log offset: -1",
