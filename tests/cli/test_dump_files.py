@@ -309,3 +309,33 @@ def test_progress_bar_on_a_terminal_and_identical_stdout(tmp_path: Path) -> None
     assert "Found 68157440 invalid bytes" in piped.stdout
     assert b"dump" in seen and b"%" in seen  # tqdm's bar
     assert "%|" not in piped.stderr
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    deltas=st.lists(st.tuples(st.integers(1, 1000), st.integers(0, 2**31 - 1)), max_size=30),
+    base=st.integers(0, 2**40),
+)
+def test_index_entries_round_trip(deltas: list[tuple[int, int]], base: int) -> None:
+    """Any increasing entries written as Kafka lays them out come back as kafka-dump-log's lines
+    (without a .log they are reported as unchecked, never dropped)."""
+    import tempfile
+
+    offsets, offset = [], base
+    for delta, _ in deltas:
+        offset += delta
+        offsets.append(offset)
+    with tempfile.TemporaryDirectory() as directory:
+        index = Path(directory) / f"{base:020d}.index"
+        index.write_bytes(
+            b"".join(struct.pack(">ii", o - base, p) for o, (_, p) in zip(offsets, deltas))
+        )
+        time_index = index.with_suffix(".timeindex")
+        time_index.write_bytes(b"".join(struct.pack(">qi", 10 * o, o - base) for o in offsets))
+        status, out, err = run_dump(str(index), str(time_index))
+    lines = out.splitlines()
+    cut = lines.index(f"Dumping {time_index}")
+    expected = [f"offset: {o} position: {p}" for o, (_, p) in zip(offsets, deltas)]
+    assert lines[1:cut] == (expected or [f"{index} is empty."])
+    assert lines[cut + 1 :] == [f"timestamp: {10 * o} offset: {o}" for o in offsets]
+    assert status == (1 if offsets else 0) and ("does not exist" in err) == bool(offsets)

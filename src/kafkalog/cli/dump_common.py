@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from typing import TextIO
 
 from ..errors import KafkalogError
+from ..log.errors import InvalidFileNameError
+from ..log.naming import offset_from_file_name
 from .dump_payload import PayloadParser
 from .progress import Progress
 
@@ -172,5 +174,7 @@ class open_buffer:
 
 def segment_start_offset(name: str) -> int | None:
     """The offset a file name starts with (``00000000000000000042.index`` -> 42), if any."""
-    head = name.split(".", 1)[0]
-    return int(head) if head.isdigit() else None
+    try:
+        return offset_from_file_name(name)
+    except InvalidFileNameError:
+        return None

@@ -15,6 +15,8 @@ from ..format import Batch, ControlRecordType, RecordsScan, Tail, TimestampType,
 from ..format.constants import MAGIC_VALUE_V0, MAGIC_VALUE_V2
 from ..format.control import decode_control_type, decode_end_txn_marker
 from ..format.record import Header, Record
+from ..log.errors import InvalidFileNameError
+from ..log.naming import parse_snapshot_file_name
 from .dump_common import FileDump, open_buffer, segment_start_offset
 from .dump_kafka_json import java_json
 from .dump_payload import Parsed, control_json
@@ -147,10 +149,13 @@ class LogDump(FileDump):
         name = os.path.basename(self.path)
         if name == "bootstrap.checkpoint":
             self.line("KRaft bootstrap snapshot")
-        elif name.endswith(".checkpoint"):
-            offset, _, epoch = name[: -len(".checkpoint")].partition("-")
-            if offset.isdigit() and epoch.isdigit():
-                self.line(f"Snapshot end offset: {int(offset)}, epoch: {int(epoch)}")
+        elif name.endswith((".checkpoint", ".checkpoint.deleted")):
+            try:
+                snapshot = parse_snapshot_file_name(name)
+            except InvalidFileNameError:
+                snapshot = None  # kafka-dump-log fails here; the records can still be read
+            if snapshot is not None:
+                self.line(f"Snapshot end offset: {snapshot.end_offset}, epoch: {snapshot.epoch}")
         else:
             start = segment_start_offset(name)
             if start is not None:
