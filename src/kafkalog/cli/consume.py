@@ -25,9 +25,8 @@ from .record_json import (
     TIMESTAMP_TYPE_NAMES,
     RecordFormatError,
     Row,
-    dumps,
     iter_rows,
-    record_object,
+    record_line,
 )
 from .value_decoders import DECODER_NAMES, DECODERS, ValueDecodeError
 
@@ -211,7 +210,7 @@ class JsonFormatter:
         self.value_encoding = args.value_decoder
 
     def line(self, row: Row) -> bytes:
-        return (dumps(record_object(row, self.key_encoding, self.value_encoding)) + "\n").encode()
+        return (record_line(row, self.key_encoding, self.value_encoding) + "\n").encode()
 
 
 class _Stop(Exception):

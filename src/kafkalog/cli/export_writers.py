@@ -14,7 +14,7 @@ from typing import BinaryIO
 
 import pyarrow as pa
 
-from .record_json import RecordFormatError, dumps, iter_rows, record_object
+from .record_json import RecordFormatError, iter_rows, record_line
 from .value_decoders import DECODERS, ValueDecodeError
 
 __all__ = ["WRITERS", "CsvWriter", "JsonLinesWriter", "ParquetWriter"]
@@ -107,12 +107,10 @@ class JsonLinesWriter:
         self._headers = "headers" in schema.names
 
     def write(self, batch: pa.RecordBatch) -> None:
-        lines = []
-        for row in iter_rows(batch):
-            obj = record_object(row, self._key, self._value)
-            if not self._headers:
-                del obj["headers"]
-            lines.append(dumps(obj))
+        lines = [
+            record_line(row, self._key, self._value, headers=self._headers)
+            for row in iter_rows(batch)
+        ]
         if lines:
             self._file.write(("\n".join(lines) + "\n").encode("utf-8"))
 

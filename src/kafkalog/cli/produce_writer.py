@@ -29,6 +29,7 @@ from .record_json import InputRecord, RecordFormatError
 __all__ = ["PartitionWriter"]
 
 _SEQUENCE_WRAP = 1 << 31  # sequences run 0 .. Int.MAX, then start again at 0
+_KEY_CACHE_SIZE = 100_000
 _RECORD_OVERHEAD = 21  # a record's framing besides key, value and headers (an estimate)
 
 
@@ -77,6 +78,7 @@ class PartitionWriter:
         self.pending: dict[TopicPartition, _Pending] = {}
         self.partition_counts: dict[str, int] = {}
         self.sticky: dict[str, StickyPartitioner] = {}
+        self.key_partitions: dict[str, dict[bytes, int]] = {}
 
     # -- producer identity ------------------------------------------------------------------
     def _new_producer_id(self) -> int:
@@ -117,7 +119,12 @@ class PartitionWriter:
         partition = self.partition if self.partition is not None else record.partition
         if partition is None:
             if record.key is not None:
-                partition = partition_for_key(record.key, count)
+                cache = self.key_partitions.setdefault(topic, {})
+                partition = cache.get(record.key)
+                if partition is None:  # murmur2 in Python costs; keys repeat
+                    if len(cache) >= _KEY_CACHE_SIZE:
+                        cache.clear()
+                    partition = cache[record.key] = partition_for_key(record.key, count)
             else:
                 sticky = self.sticky.get(topic)
                 if sticky is None:

@@ -20,6 +20,7 @@ import base64
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from json.encoder import encode_basestring as quote
 from typing import TYPE_CHECKING
 
 from .value_decoders import DECODERS, ENCODERS, ValueDecodeError, ValueEncodeError
@@ -36,6 +37,7 @@ __all__ = [
     "field_json",
     "iter_rows",
     "parse_json_record",
+    "record_line",
     "record_object",
 ]
 
@@ -124,8 +126,52 @@ def record_object(row: Row, key_encoding: str | None, value_encoding: str | None
     }
 
 
-def dumps(obj: dict) -> str:
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
+def dumps(obj: object) -> str:
+    """Compact JSON, non-ASCII kept (one encoder, built once)."""
+    return _ENCODER.encode(obj)
+
+
+def _text(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, str):
+        return quote(value)
+    return _ENCODER.encode(value)
+
+
+def record_line(
+    row: Row, key_encoding: str | None, value_encoding: str | None, *, headers: bool = True
+) -> str:
+    """``dumps(record_object(...))`` without the dict, about twice as fast (every record of
+    ``consume --json`` and ``export --to jsonl`` goes through here); ``headers=False`` leaves
+    the headers field out."""
+    obj = (
+        record_object(row, key_encoding, value_encoding) if key_encoding or value_encoding else None
+    )
+    if obj is not None:  # a chosen decoder: values may be any JSON, take the general path
+        if not headers:
+            del obj["headers"]
+        return _ENCODER.encode(obj)
+    key, key_enc = field_json(row.key, None)
+    value, value_enc = field_json(row.value, None)
+    parts = [
+        '{"topic":', quote(row.topic), ',"partition":', str(row.partition), ',"offset":',
+        str(row.offset), ',"timestamp":', str(row.timestamp), ',"timestampType":"',
+        TIMESTAMP_TYPE_NAMES.get(row.timestamp_type, str(row.timestamp_type)), '","key":',
+        _text(key), ',"keyEncoding":', _text(key_enc), ',"value":', _text(value),
+        ',"valueEncoding":', _text(value_enc),
+    ]  # fmt: skip
+    if headers:
+        shown = []
+        for hk, hv in row.headers:
+            v, enc = field_json(hv, None)
+            shown.append(f'{{"key":{quote(hk)},"value":{_text(v)},"valueEncoding":{_text(enc)}}}')
+        parts += [',"headers":[', ",".join(shown), "]"]
+    parts.append("}")
+    return "".join(parts)
 
 
 # -- reading records back (produce) -----------------------------------------------------------
