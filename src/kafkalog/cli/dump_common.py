@@ -31,6 +31,7 @@ __all__ = [
     "FileDump",
     "java_absolute_path",
     "open_buffer",
+    "optional_long",
     "segment_start_offset",
 ]
 
@@ -139,12 +140,6 @@ class FileDump:
         self.out.flush()
         print(f"Error in {self.path}{where}: {error.message}", file=sys.stderr)
 
-    def note(self, message: str) -> None:
-        """Something the user should know that is not damage (text: stderr; JSON: nothing)."""
-        if not self.options.json:
-            self.out.flush()
-            print(f"{self.path}: {message}", file=sys.stderr)
-
     def dump(self, progress: Progress) -> None:
         raise NotImplementedError
 
@@ -170,6 +165,11 @@ class open_buffer:
                 self._mmap.close()
             except BufferError:
                 pass  # a view is still referenced (an exception traceback); the GC unmaps it
+
+
+def optional_long(value: int | None) -> str:
+    """Java's ``OptionalLong.toString()``, as kafka-dump-log prints it."""
+    return "OptionalLong.empty" if value is None else f"OptionalLong[{value}]"
 
 
 def segment_start_offset(name: str) -> int | None:

@@ -22,7 +22,7 @@ from ..log.producer_state_entry import ProducerStateEntry
 from ..log.time_index import TimeIndex
 from ..log.txn_index import ENTRY_SIZE as TXN_ENTRY_SIZE
 from ..log.txn_index import TransactionIndex
-from .dump_common import FileDump, open_buffer, segment_start_offset
+from .dump_common import FileDump, open_buffer, optional_long, segment_start_offset
 from .dump_log import records_of
 from .progress import Progress
 
@@ -382,16 +382,12 @@ class ProducerSnapshotDump(_SegmentFileDump):
         self.summary()
 
 
-def _optional_long(value: int | None) -> str:
-    return "OptionalLong.empty" if value is None else f"OptionalLong[{value}]"
-
-
 def producer_entry_line(entry: ProducerStateEntry) -> str:
     """kafka-dump-log's line (its space after lastTimestamp is there with or without a batch)."""
     line = (
         f"producerId: {entry.producer_id} producerEpoch: {entry.producer_epoch} "
         f"coordinatorEpoch: {entry.coordinator_epoch} "
-        f"currentTxnFirstOffset: {_optional_long(entry.current_txn_first_offset)} "
+        f"currentTxnFirstOffset: {optional_long(entry.current_txn_first_offset)} "
         f"lastTimestamp: {entry.last_timestamp} "
     )
     if entry.batch_metadata:

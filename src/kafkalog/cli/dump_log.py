@@ -17,7 +17,7 @@ from ..format.control import decode_control_type, decode_end_txn_marker
 from ..format.record import Header, Record
 from ..log.errors import InvalidFileNameError
 from ..log.naming import parse_snapshot_file_name
-from .dump_common import FileDump, open_buffer, segment_start_offset
+from .dump_common import FileDump, open_buffer, optional_long, segment_start_offset
 from .dump_kafka_json import java_json
 from .dump_payload import Parsed, control_json
 from .progress import Progress
@@ -282,8 +282,7 @@ def batch_line(batch: Batch, base_offset: int, count: int) -> str:
             f"producerId: {batch.producer_id} producerEpoch: {batch.producer_epoch} "
             f"partitionLeaderEpoch: {batch.partition_leader_epoch} "
             f"isTransactional: {_bool(batch.is_transactional)} "
-            f"isControl: {_bool(batch.is_control)} deleteHorizonMs: "
-            + ("OptionalLong.empty" if horizon is None else f"OptionalLong[{horizon}]")
+            f"isControl: {_bool(batch.is_control)} deleteHorizonMs: {optional_long(horizon)}"
         )
     else:
         head = f"offset: {batch.last_offset}"
