@@ -394,3 +394,44 @@ def test_cluster_metadata_decoder_reports_bad_values(tmp_path: Path) -> None:
 def test_java_json_writes_what_jackson_writes(value: object, text: str) -> None:
     # Java's Double.toString and Jackson's escapes (upper-case hex), from their documentation.
     assert java_json(value) == text
+
+
+def _uvarint(n: int) -> bytes:
+    out = b""
+    while True:
+        if n < 0x80:
+            return out + bytes([n])
+        out += bytes([n & 0x7F | 0x80])
+        n >>= 7
+
+
+def _compact_string(text: str) -> bytes:
+    return _uvarint(len(text) + 1) + text.encode()
+
+
+def test_transaction_log_decoder_flexible_value_with_tagged_fields(tmp_path: Path) -> None:
+    # TransactionLogValue v1 laid out from Kafka's TransactionLogValue.json: tagged fields
+    # previousProducerId (tag 0) and clientTransactionVersion (tag 2) set, the others default.
+    partitions = _uvarint(2) + _compact_string("orders") + _uvarint(3) + struct.pack(">ii", 0, 4)
+    partitions += _uvarint(0)  # the partition struct's tagged fields
+    tagged = _uvarint(2) + _uvarint(0) + _uvarint(8) + struct.pack(">q", 3999)
+    tagged += _uvarint(2) + _uvarint(2) + struct.pack(">h", 2)
+    value = struct.pack(">hqhib", 1, 4000, 5, 60000, 4) + partitions
+    value += struct.pack(">qq", 1_700_000_000_900, 1_700_000_000_100) + tagged
+    key = struct.pack(">h", 0) + STR.encode("tx-2")
+    path = segment(tmp_path, [(key, value)])
+    status, out, err = run_dump("--transaction-log-decoder", str(path))
+    assert status == 0, err
+    data = {
+        "producerId": 4000,
+        "previousProducerId": 3999,
+        "producerEpoch": 5,
+        "transactionTimeoutMs": 60000,
+        "transactionStatus": 4,
+        "transactionPartitions": [{"topic": "orders", "partitionIds": [0, 4]}],
+        "transactionLastUpdateTimestampMs": 1_700_000_000_900,
+        "transactionStartTimestampMs": 1_700_000_000_100,
+        "clientTransactionVersion": 2,
+    }
+    value_text = json.dumps({"version": "1", "data": data}, separators=(",", ":"))
+    assert record_lines(out)[0].endswith(f" payload: {value_text}")
