@@ -312,13 +312,18 @@ def test_cluster_metadata_decoder_types_match_expected(facts: dict) -> None:
     starts = [i for i, o in enumerate(objects) if o["type"] == "file"] + [len(objects)]
     for n, name in enumerate(names):
         counts: dict[str, int] = {}
+        controls: dict[str, int] = {}
         for obj in objects[starts[n] : starts[n + 1]]:
+            if obj["type"] == "record" and obj["isControl"]:
+                assert obj["controlData"]["version"] >= 0 and obj["decodedValue"] is None
+                controls[obj["controlType"]] = controls.get(obj["controlType"], 0) + 1
             if obj["type"] == "record" and not obj["isControl"]:
                 assert obj["decodeError"] is None, (name, obj)
                 kind = obj["decodedValue"]["type"]
                 counts[kind] = counts.get(kind, 0) + 1
         want = {_metadata_type(k): v for k, v in facts["logs"][name]["kraft_record_types"].items()}
         assert counts == want, name
+        assert controls == facts["logs"][name]["control_record_types"], name
 
 
 def test_leftover_files_are_dumped(facts: dict) -> None:
