@@ -64,7 +64,9 @@ def main_in_process(capsysbinary, *args, status: int | None = 0) -> Result:
 
 
 def json_lines(data: bytes) -> list[dict]:
-    return [json.loads(line) for line in data.decode().splitlines() if line]
+    # split at "\n" only: str.splitlines() also splits at U+0085, U+2028 and U+2029, which JSON
+    # strings may hold unescaped
+    return [json.loads(line) for line in data.split(b"\n") if line]
 
 
 @dataclass(frozen=True)
