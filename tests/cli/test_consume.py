@@ -239,3 +239,19 @@ def test_follow_timeout_and_sigterm(tmp_path):
         if consumer.poll() is None:
             consumer.kill()
             consumer.wait()
+
+
+def test_corrupt_batch_is_reported_with_file_and_position(data_dir, tmp_path, capsysbinary):
+    import shutil
+
+    copy = tmp_path / "data"
+    shutil.copytree(data_dir, copy)
+    segment = copy / "orders-1" / "00000000000000000000.log"
+    raw = bytearray(segment.read_bytes())
+    second = 12 + int.from_bytes(raw[8:12], "big")  # where the second batch starts
+    raw[second + 57 : second + 61] = (999).to_bytes(4, "big")  # it claims 999 records
+    segment.write_bytes(bytes(raw))
+    r = main_in_process(capsysbinary, "consume", copy, "-t", "orders", "--json", status=1)
+    assert str(segment) in r.stderr and f"position {second}" in r.stderr, r.stderr
+    offsets = [(x["partition"], x["offset"]) for x in json_lines(r.stdout)]
+    assert offsets[:20] == [(0, o) for o in range(20)]  # what came before was written
