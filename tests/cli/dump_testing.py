@@ -43,7 +43,7 @@ def run_dump(*argv: str) -> tuple[int, str, str]:
 
 
 def json_lines(text: str) -> list[dict]:
-    return [json.loads(line) for line in text.splitlines()]
+    return [json.loads(line) for line in text.split("\n") if line]  # not at U+0085, U+2028
 
 
 def _bool(value: bool) -> str:

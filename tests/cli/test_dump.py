@@ -194,7 +194,7 @@ def test_legacy_text_lines(tmp_path: Path) -> None:
 
 
 def load_json_lines(text: str) -> list[dict]:
-    return [json.loads(line) for line in text.splitlines()]
+    return [json.loads(line) for line in text.split("\n") if line]
 
 
 BATCH_FIELDS = {
