@@ -45,7 +45,7 @@ records, offsets that are gone, a record the chosen decoder refuses), 2 usage er
 """
 
 
-def add_parser(commands) -> None:
+def add_parser(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser(
         "consume",
         help="print records of a data directory (from an offset or a time; --follow to tail)",
@@ -145,7 +145,7 @@ def _offset_arg(text: str) -> str | int:
     return value
 
 
-def _topics(args) -> list[str] | None:
+def _topics(args: argparse.Namespace) -> list[str] | None:
     if not args.topic:
         return None
     return [t.strip() for arg in args.topic for t in arg.split(",") if t.strip()]
@@ -154,7 +154,7 @@ def _topics(args) -> list[str] | None:
 class TextFormatter:
     """kafka-console-consumer's DefaultMessageFormatter: chosen fields, then the value."""
 
-    def __init__(self, args) -> None:
+    def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
         self.sep = args.key_separator.encode()
         self.null = args.null_literal.encode()
@@ -205,7 +205,7 @@ class TextFormatter:
 
 
 class JsonFormatter:
-    def __init__(self, args) -> None:
+    def __init__(self, args: argparse.Namespace) -> None:
         self.key_encoding = args.key_decoder
         self.value_encoding = args.value_decoder
 
@@ -232,7 +232,7 @@ def run(args: argparse.Namespace) -> int:
     return guarded("consume", lambda: _consume(args, start, sys.stdout.buffer))
 
 
-def _consume(args, start: str | int, out: BinaryIO) -> int:
+def _consume(args: argparse.Namespace, start: str | int, out: BinaryIO) -> int:
     from ..arrow.scan import plan_scan
 
     formatter = JsonFormatter(args) if args.json else TextFormatter(args)

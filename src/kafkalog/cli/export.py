@@ -35,7 +35,7 @@ FORMATS = ("parquet", "jsonl", "csv")
 PARQUET_CODECS = ("snappy", "zstd", "gzip", "lz4", "brotli", "none")
 
 
-def add_parser(commands) -> None:
+def add_parser(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser(
         "export",
         help="write a data directory's records to Parquet, JSON lines or CSV",
@@ -168,7 +168,7 @@ def run(args: argparse.Namespace) -> int:
     return guarded("export", lambda: _export(args, fmt, out, plan))
 
 
-def _export(args, fmt: str, out: str, plan: dict) -> int:
+def _export(args: argparse.Namespace, fmt: str, out: str, plan: dict) -> int:
     from ..arrow.scan import plan_scan
     from .export_writers import WRITERS
 

@@ -8,6 +8,7 @@ JSON's form). JSON lines are ``consume --json``'s objects.
 
 from __future__ import annotations
 
+import argparse
 import base64
 import json
 from typing import BinaryIO
@@ -21,7 +22,7 @@ __all__ = ["WRITERS", "CsvWriter", "JsonLinesWriter", "ParquetWriter"]
 
 
 class ParquetWriter:
-    def __init__(self, target: str | BinaryIO, schema: pa.Schema, args) -> None:
+    def __init__(self, target: str | BinaryIO, schema: pa.Schema, args: argparse.Namespace) -> None:
         import pyarrow.parquet as pq
 
         codec = None if args.compression == "none" else args.compression
@@ -67,7 +68,7 @@ def _headers_column(headers: pa.Array) -> pa.Array:
 
 
 class CsvWriter:
-    def __init__(self, target: str | BinaryIO, schema: pa.Schema, args) -> None:
+    def __init__(self, target: str | BinaryIO, schema: pa.Schema, args: argparse.Namespace) -> None:
         import pyarrow.csv as csv
 
         self._key = args.key_decoder or "base64"
@@ -99,7 +100,7 @@ class CsvWriter:
 
 
 class JsonLinesWriter:
-    def __init__(self, target: str | BinaryIO, schema: pa.Schema, args) -> None:
+    def __init__(self, target: str | BinaryIO, schema: pa.Schema, args: argparse.Namespace) -> None:
         self._own = isinstance(target, str)
         self._file: BinaryIO = open(target, "wb") if self._own else target
         self._key = args.key_decoder

@@ -41,7 +41,7 @@ CHUNK = 1 << 16
 MAX_SEQUENCE = (1 << 31) - 1
 
 
-def add_parser(commands) -> None:
+def add_parser(commands: argparse._SubParsersAction) -> None:
     parser = commands.add_parser(
         "produce",
         help="append records from JSON or text lines to a topic in a data directory",
@@ -164,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
     return guarded("produce", lambda: _produce(args, configs, headers))
 
 
-def _produce(args, configs: dict[str, str], extra_headers: tuple) -> int:
+def _produce(args: argparse.Namespace, configs: dict[str, str], extra_headers: tuple) -> int:
     from ..log.manager import LogManager
     from .produce_writer import PartitionWriter
 
@@ -190,7 +190,7 @@ def _produce(args, configs: dict[str, str], extra_headers: tuple) -> int:
     return status
 
 
-def _pump(args, stream, writer, extra_headers: tuple) -> int:
+def _pump(args: argparse.Namespace, stream, writer, extra_headers: tuple) -> int:
     """Read records and hand them to ``writer``; a bad line stops reading (exit status 1)."""
     parse = _json_line if args.format == "json" else _text_parser(args)
     try:
@@ -252,7 +252,7 @@ def _json_line(line: bytes) -> InputRecord | None:
     return parse_json_record(line)
 
 
-def _text_parser(args):
+def _text_parser(args: argparse.Namespace):
     sep = args.separator.encode() if args.separator is not None else None
     null = args.null_marker.encode() if args.null_marker is not None else None
 
