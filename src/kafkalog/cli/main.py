@@ -6,25 +6,29 @@ Exit codes on every command: 0 clean, 1 data problems found, 2 usage error, 3 I/
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
 from collections.abc import Sequence
 
 from .. import __version__
-from . import (
-    compact,
-    consume,
-    dump,
-    export,
-    produce,
-    rebuild_index,
-    recover,
-    retention,
-    serve,
-    stats,
-    transactions,
-    verify,
-)
+
+# Command name -> module of this package. Only the module of the command being run is imported, so
+# `kafkalog dump` does not pay for the server's asyncio or the export's Parquet writer at start-up.
+COMMANDS: dict[str, str] = {
+    "dump": "dump",
+    "verify": "verify",
+    "serve": "serve",
+    "produce": "produce",
+    "consume": "consume",
+    "export": "export",
+    "recover": "recover",
+    "rebuild-index": "rebuild_index",
+    "compact": "compact",
+    "retention": "retention",
+    "stats": "stats",
+    "transactions": "transactions",
+}
 
 EXIT_OK = 0
 EXIT_PROBLEMS = 1
@@ -32,7 +36,8 @@ EXIT_USAGE = 2
 EXIT_IO = 3
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser for every command, or, with ``only``, for that one command alone."""
     parser = argparse.ArgumentParser(
         prog="kafkalog",
         description="Read, check and write Apache Kafka log files without a broker.",
@@ -41,23 +46,15 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"kafkalog {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     commands.required = True
-    dump.add_parser(commands)
-    verify.add_parser(commands)
-    serve.add_parser(commands)
-    produce.add_parser(commands)
-    consume.add_parser(commands)
-    export.add_parser(commands)
-    recover.add_parser(commands)
-    rebuild_index.add_parser(commands)
-    compact.add_parser(commands)
-    retention.add_parser(commands)
-    stats.add_parser(commands)
-    transactions.add_parser(commands)
+    for name, module in COMMANDS.items():
+        if only is None or name == only:
+            importlib.import_module(f".{module}", __package__).add_parser(commands)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(_command_of(argv))
     args = parser.parse_args(argv)
     try:
         return args.run(args)
@@ -67,6 +64,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return EXIT_OK
+
+
+def _command_of(argv: list[str]) -> str | None:
+    """The command named by ``argv`` if it is one of ours (else None: build them all for help)."""
+    for arg in argv:
+        if not arg.startswith("-"):
+            return arg if arg in COMMANDS else None
+    return None
 
 
 if __name__ == "__main__":
