@@ -5,3 +5,13 @@ then ``kafkalog.log`` (files), then the edges (``kafkalog.cli``, ``kafkalog.spar
 """
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    # ``kafkalog.open_data_dir``: the Arrow reader (docs/arrow.md), imported on first use so
+    # that ``import kafkalog`` stays light (no pyarrow).
+    if name == "open_data_dir":
+        from .arrow import open_data_dir
+
+        return open_data_dir
+    raise AttributeError(f"module 'kafkalog' has no attribute {name!r}")

@@ -169,3 +169,14 @@ def test_several_log_dirs(tmp_path):
     assert table.num_rows == 5
     one = kafkalog.arrow.open_data_dir(a / "left-0").read_all()  # a partition directory
     assert rows(one) == expected(a, "left", 0)
+
+
+def test_top_level_name_is_lazy():
+    import subprocess
+    import sys
+
+    import kafkalog
+
+    assert kafkalog.open_data_dir is kafkalog.arrow.open_data_dir
+    code = "import sys, kafkalog; assert 'pyarrow' not in sys.modules; kafkalog.open_data_dir"
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
