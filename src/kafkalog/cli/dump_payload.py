@@ -165,8 +165,7 @@ class OffsetsParser(_CoordinatorParser):
 
 
 def _offsets_value_schema(record_type: int) -> Message:
-    # The decoder knows which schema each record type's value has; it keeps the table private.
-    return offsets_module._TYPES[record_type].value
+    return offsets_module.consumer_offsets_value_schema(record_type)
 
 
 def _group_metadata_json(raw: bytes, value: DecodedMessage) -> dict:
@@ -232,7 +231,7 @@ class ClusterMetadataParser(PayloadParser):
                 note = f"unknown version {decoded.version} of {decoded.kind}Record"
             return Parsed(None, f"Error at {offset}, skipping. {note}", note=note)
         assert decoded.api_key is not None
-        schema = metadata_module._SCHEMAS[decoded.api_key]  # the decoder's private table
+        schema = metadata_module.metadata_record_schema(decoded.api_key)
         value_json = {
             "type": metadata_type_name(schema.name),
             "version": decoded.version,

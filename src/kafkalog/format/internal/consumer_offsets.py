@@ -38,6 +38,7 @@ from .schema import Message, message, read_message
 
 __all__ = [
     "CONSUMER_OFFSETS_RECORD_TYPES",
+    "consumer_offsets_value_schema",
     "decode_consumer_offsets_key",
     "decode_consumer_offsets_value",
     "decode_consumer_protocol_assignment",
@@ -149,6 +150,11 @@ _TYPES: dict[int, _RecordType] = {
 CONSUMER_OFFSETS_RECORD_TYPES: Mapping[int, str] = MappingProxyType(
     {t: rt.kind for t, rt in _TYPES.items()}
 )
+
+
+def consumer_offsets_value_schema(record_type: int) -> Message:
+    """The schema of the values stored under keys of ``record_type`` (KeyError if unknown)."""
+    return _TYPES[record_type].value
 
 
 def decode_consumer_offsets_key(key: bytes) -> DecodedMessage:

@@ -21,7 +21,7 @@ from . import _metadata_schemas as s
 from .result import NO_VERSION, DecodedMessage, as_bytes, decode_body, malformed
 from .schema import MAX_VERSION, Message
 
-__all__ = ["METADATA_RECORD_TYPES", "decode_metadata_record"]
+__all__ = ["METADATA_RECORD_TYPES", "decode_metadata_record", "metadata_record_schema"]
 
 FRAME_VERSION = 1
 
@@ -61,6 +61,11 @@ METADATA_RECORD_TYPES: Mapping[int, str] = MappingProxyType(
 )
 
 _UNKNOWN = "unknown"
+
+
+def metadata_record_schema(api_key: int) -> Message:
+    """The schema of KRaft metadata records of type ``api_key`` (KeyError if unknown)."""
+    return _SCHEMAS[api_key]
 
 
 def _header_number(buf: bytes, pos: int, what: str) -> tuple[int, int]:
