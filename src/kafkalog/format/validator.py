@@ -48,6 +48,7 @@ from .constants import (
 from .crc import crc32
 from .record import Record
 from .records import Batch, MemoryRecords, iter_batches
+from .validator_fast import validate_v2_in_place
 from .validator_types import (
     PRODUCER,
     AppendOrigin,
@@ -89,6 +90,9 @@ def validate_records(
         raise ValueError(f"unknown message format magic {config.magic}")
     v = _Validation(config, next_offset, partition_leader_epoch, now_ms, origin, topic_partition)
     source_view = records.buffer if isinstance(records, MemoryRecords) else memoryview(records)
+    fast = _fast_path(source_view, config, v)
+    if fast is not None:
+        return fast
     buf, source_codec = v.analyze(source_view)
     if config.compression == PRODUCER:  # BrokerCompressionType.targetCompression
         target_codec = source_codec
@@ -117,6 +121,22 @@ def validate_records(
                     f"{config.max_message_bytes}."
                 )
     return result
+
+
+def _fast_path(view: memoryview, config: LogValidatorConfig, v) -> ValidationResult | None:
+    """The usual append (one uncompressed v2 batch kept uncompressed) without a Python object
+    per record; None when the input needs the general path below (or fails a check there)."""
+    try:
+        target = (
+            CompressionType.NONE if config.compression == PRODUCER else
+            _topic_codec(config.compression)
+        )  # fmt: skip
+    except ValueError:
+        return None  # reported by the general path, in its order of checks
+    return validate_v2_in_place(
+        view, config, target, next_offset=v.next_offset, partition_leader_epoch=v.leader_epoch,
+        now_ms=v.now, origin=v.origin,
+    )  # fmt: skip
 
 
 class _Validation:
@@ -226,7 +246,7 @@ class _Validation:
                 False,
                 f"Compacted topic cannot accept message without key in topic partition {self.tp}",
             )
-        ts = record.timestamp
+        ts = _i64(record.timestamp)  # baseTimestamp + delta wraps, as a Java long
         if self.config.timestamp_type == TimestampType.CREATE_TIME and ts != NO_TIMESTAMP:
             before, after = self.config.timestamp_before_max_ms, self.config.timestamp_after_max_ms
             diff = _i64(self.now - ts)  # Java long arithmetic, overflow included
@@ -274,7 +294,7 @@ class _Validation:
             counter += len(records)
             batch_max = NO_TIMESTAMP
             if batch.magic > MAGIC_VALUE_V0:
-                batch_max = max([NO_TIMESTAMP, *(r.timestamp for r in records)])
+                batch_max = max([NO_TIMESTAMP, *(_i64(r.timestamp) for r in records)])
                 if batch_max > max_ts:
                     max_ts, shallow = batch_max, counter - 1
             ts_type = self.config.timestamp_type
@@ -322,7 +342,7 @@ class _Validation:
             uncompressed_size += _batch_header_size(to_magic, batch.compression)
             for record in records:
                 if batch.magic > MAGIC_VALUE_V0 and to_magic > MAGIC_VALUE_V0:
-                    max_ts = max(max_ts, record.timestamp)
+                    max_ts = max(max_ts, _i64(record.timestamp))
                     # Older clients got v1 inner offsets wrong: rewrite rather than reject.
                     if record.offset != expected_offset:
                         in_place = False
@@ -399,15 +419,15 @@ class _Validation:
         for record in validated:
             try:
                 offset = builder.append(
-                    timestamp=record.timestamp,
+                    timestamp=_i64(record.timestamp),
                     key=record.key,
                     value=record.value,
                     headers=() if legacy else record.headers,
                 )
             except ValueError as e:  # e.g. a negative timestamp other than -1
                 raise InvalidRecordError(f"{e} in topic partition {self.tp}") from None
-            if to_magic > MAGIC_VALUE_V0 and record.timestamp > max_ts:
-                max_ts, offset_of_max = record.timestamp, offset
+            if to_magic > MAGIC_VALUE_V0 and _i64(record.timestamp) > max_ts:
+                max_ts, offset_of_max = _i64(record.timestamp), offset
         out = builder.build()
         last_offset = self.next_offset + len(validated) - 1
         one_batch = codec != CompressionType.NONE or not legacy
@@ -426,7 +446,7 @@ class _Validation:
 
     def _result(self, out, next_offset, max_ts, shallow, changed, stats) -> ValidationResult:
         return ValidationResult(
-            validated_records=out,
+            validated_parts=(out,),
             first_offset=self.next_offset,
             last_offset=next_offset - 1,
             max_timestamp=max_ts,
@@ -488,7 +508,7 @@ def _describe(batch: Batch, record: Record, index: int) -> str:
     value = 0 if record.value is None else len(record.value)
     if isinstance(batch, RecordBatch):
         return (
-            f"DefaultRecord(offset={record.offset}, timestamp={record.timestamp}, key={key} "
+            f"DefaultRecord(offset={record.offset}, timestamp={_i64(record.timestamp)}, key={key} "
             f"bytes, value={value} bytes)"
         )
     message = _legacy_inner_entries(batch)[index] if batch.is_compressed else batch

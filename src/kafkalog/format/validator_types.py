@@ -87,13 +87,17 @@ class RecordValidationStats:
 class ValidationResult:
     """The entries to append and what the log, its indexes and the producer need to know.
 
-    ``shallow_offset_of_max_timestamp`` is the last offset of the batch holding ``max_timestamp``
-    (what the time index records); ``log_append_time_ms`` is ``now_ms`` for a LogAppendTime topic
-    and -1 otherwise (what the produce response reports); ``message_size_maybe_changed`` is true
-    when the entries were rebuilt, so batch sizes must be checked again (done here).
+    ``validated_parts`` are the entries to append, in pieces to write one after the other: an
+    in-place assignment patches a copy of the batch header and keeps the records section as a
+    view of the input (so a bytearray input must not change until the parts are written);
+    ``validated_records`` joins them. ``shallow_offset_of_max_timestamp`` is the last offset of
+    the batch holding ``max_timestamp`` (what the time index records); ``log_append_time_ms`` is
+    ``now_ms`` for a LogAppendTime topic and -1 otherwise (what the produce response reports);
+    ``message_size_maybe_changed`` is true when the entries were rebuilt, so batch sizes must be
+    checked again (done here).
     """
 
-    validated_records: bytes
+    validated_parts: tuple[bytes | memoryview, ...]
     first_offset: int
     last_offset: int
     max_timestamp: int
@@ -101,3 +105,15 @@ class ValidationResult:
     log_append_time_ms: int
     message_size_maybe_changed: bool
     record_validation_stats: RecordValidationStats
+
+    @property
+    def validated_records(self) -> bytes:
+        """The entries to append, as one bytes object (a copy when there are several parts)."""
+        parts = self.validated_parts
+        if len(parts) == 1 and isinstance(parts[0], bytes):
+            return parts[0]
+        return b"".join(parts)
+
+    @property
+    def validated_size(self) -> int:
+        return sum(len(part) for part in self.validated_parts)

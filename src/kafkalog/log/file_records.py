@@ -15,8 +15,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..errors import CorruptRecordError, KafkalogError
-from ..format import DEFAULT_MAX_DECOMPRESSED_SIZE, Batch, iter_batches
+from ..format import DEFAULT_MAX_DECOMPRESSED_SIZE, Batch, RecordBatch, iter_batches
 from ..format.constants import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, NO_TIMESTAMP
+from ..format.validator_records import v2_record_columns
 
 __all__ = ["FileRecords", "LogOffsetPosition", "TimestampAndOffset"]
 
@@ -77,6 +78,11 @@ class FileRecords:
             _fd = os.open(self.path, flags | getattr(os, "O_CLOEXEC", 0), 0o644)
         self._fd = _fd
         self._closed = False
+        # A writable file has one writer (the data directory's .lock): this object, which keeps
+        # its size rather than asking the file system at every append.
+        self._size: int | None = (
+            os.fstat(_fd).st_size if writable and end is None and self._owns_fd else None
+        )
 
     # -- size --------------------------------------------------------------------------------------
     @property
@@ -84,7 +90,7 @@ class FileRecords:
         return self._fd
 
     def file_size(self) -> int:
-        return os.fstat(self._fd).st_size
+        return os.fstat(self._fd).st_size if self._size is None else self._size
 
     @property
     def start(self) -> int:
@@ -134,12 +140,11 @@ class FileRecords:
         while end - pos > HEADER_SIZE_UP_TO_MAGIC:
             want = min(read_size, end - pos)
             read_size = min(read_size * 2, chunk_size)
-            head = os.pread(self._fd, LOG_OVERHEAD, pos)
-            if len(head) == LOG_OVERHEAD:
-                size = _ENTRY_HEADER.unpack_from(head)[1]
-                if size >= 0:  # a big first entry gets a chunk of its own
-                    want = min(max(want, LOG_OVERHEAD + size), end - pos)
             chunk = os.pread(self._fd, want, pos)
+            if len(chunk) >= LOG_OVERHEAD:
+                size = LOG_OVERHEAD + _ENTRY_HEADER.unpack_from(chunk)[1]
+                if len(chunk) < size <= end - pos:  # a big first entry gets a chunk of its own
+                    chunk = os.pread(self._fd, size, pos)
             if not chunk:
                 return
             consumed = 0
@@ -174,11 +179,9 @@ class FileRecords:
         """The first record with timestamp >= target and offset >= ``starting_offset``."""
         for batch in self.batches(starting_position):
             if batch.max_timestamp >= target_timestamp:
-                for record in batch.records():
-                    if record.timestamp >= target_timestamp and record.offset >= starting_offset:
-                        return TimestampAndOffset(
-                            record.timestamp, record.offset, _leader_epoch(batch)
-                        )
+                found = _first_record_from(batch, target_timestamp, starting_offset)
+                if found is not None:
+                    return found
         return None
 
     def largest_timestamp_after(self, starting_position: int) -> TimestampAndOffset:
@@ -197,13 +200,25 @@ class FileRecords:
 
     def append(self, data) -> int:
         """Append ``data`` at the end of the file; returns the bytes written."""
+        position = self.append_parts((data,))
+        return self.file_size() - position
+
+    def append_parts(self, parts) -> int:
+        """Append each buffer of ``parts`` in turn at the end of the file (a batch whose header
+        was patched apart from its records is written without joining them); returns the
+        position the first starts at."""
         self._check_writable()
-        view = memoryview(data)
-        position = self.file_size()
-        written = 0
-        while written < len(view):
-            written += os.pwrite(self._fd, view[written:], position + written)
-        return written
+        start = position = self.file_size()
+        try:
+            for part in parts:
+                view = memoryview(part)
+                written = 0
+                while written < len(view):
+                    written += os.pwrite(self._fd, view[written:], position + written)
+                position += written
+        finally:
+            self._size = position
+        return start
 
     def flush(self) -> None:
         """fsync: what was appended survives a power loss once this returns."""
@@ -221,7 +236,9 @@ class FileRecords:
                 path=self.path,
             )
         if size < current:
+            self._size = None  # unknown until the call returns
             os.ftruncate(self._fd, size)
+            self._size = size
         return current - size
 
     def rename_to(self, new_path: str | os.PathLike) -> None:
@@ -256,6 +273,28 @@ class FileRecords:
 
     def __repr__(self) -> str:
         return f"FileRecords({self.path!r}, start={self._start}, end={self._end})"
+
+
+def _first_record_from(batch: Batch, timestamp: int, offset: int) -> TimestampAndOffset | None:
+    """The batch's first record with a timestamp >= ``timestamp`` and an offset >= ``offset``.
+
+    An uncompressed magic 2 batch is read by the fast path's kernels into arrays (no Python
+    object per record: a 1 MB batch holds thousands); others, or one the kernels find malformed
+    (whose error the record-at-a-time decoder then raises), record by record."""
+    if isinstance(batch, RecordBatch) and not batch.is_compressed:
+        columns = v2_record_columns(batch.buffer, batch.count)
+        if columns is not None:
+            stamps, offsets = columns.timestamps, columns.offsets
+            wanted = stamps >= timestamp
+            wanted &= offsets >= offset
+            i = int(wanted.argmax())  # the first True, if any
+            if not wanted[i]:
+                return None
+            return TimestampAndOffset(int(stamps[i]), int(offsets[i]), _leader_epoch(batch))
+    for record in batch.records():
+        if record.timestamp >= timestamp and record.offset >= offset:
+            return TimestampAndOffset(record.timestamp, record.offset, _leader_epoch(batch))
+    return None
 
 
 def _leader_epoch(batch: Batch) -> int | None:

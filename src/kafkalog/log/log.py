@@ -16,9 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import CorruptRecordError, KafkalogError
-from ..format import Batch, MemoryRecords
-from ..format.constants import NO_TIMESTAMP
+from ..format import Batch, MemoryRecords, RecordBatch
+from ..format.constants import NO_PRODUCER_ID, NO_TIMESTAMP
 from ..format.validator import validate_records
+from ..format.validator_scan import scan_v2_batches
 from ..format.validator_types import AppendOrigin, LogValidatorConfig
 from .clock import Clock, SystemClock
 from .config import LogConfig
@@ -80,6 +81,56 @@ def validator_config(config: LogConfig) -> LogValidatorConfig:
         max_message_bytes=config["max.message.bytes"],
         compacted=config.compact,
     )
+
+
+def _walk(view: memoryview, *, check_crc: bool) -> tuple[list, list, list, int]:
+    """An append's batches in one pass: ``(offsets, summaries, producer batches, valid bytes)``
+    with ``(base offset, last offset, max timestamp, leader epoch)`` per batch for the checks,
+    ``(last offset, max timestamp, size)`` for the segment's index entries, the batches that
+    carry a producer id (for the producer state) and where the last complete batch ends.
+
+    Magic 2 headers are read in one unpack each (the usual case); anything else goes through
+    batch views, which also raise the precise error for a corrupt entry or CRC."""
+    offsets: list[tuple[int, int, int, int]] = []
+    summaries: list[tuple[int, int, int]] = []
+    producers: list[Batch] = []
+    headers = scan_v2_batches(view, check_crc=check_crc)
+    if headers is not None:
+        for h in headers:
+            base, max_ts = h.base_offset, h.max_timestamp
+            last = base + h.last_offset_delta
+            offsets.append((base, last, max_ts, h.partition_leader_epoch))
+            summaries.append((last, max_ts, h.size))
+            if h.producer_id > NO_PRODUCER_ID:
+                producers.append(RecordBatch(view[h.position : h.position + h.size], h.position))
+        return offsets, summaries, producers, len(view)
+    valid = 0
+    for batch in MemoryRecords(view):
+        if check_crc:
+            batch.ensure_valid()
+        last, max_ts = batch.last_offset, batch.max_timestamp
+        epoch = batch.partition_leader_epoch if batch.magic >= 2 else -1
+        offsets.append((batch.base_offset, last, max_ts, epoch))
+        summaries.append((last, max_ts, batch.size_in_bytes))
+        producers.append(batch)
+        valid = batch.position + batch.size_in_bytes
+    return offsets, summaries, producers, valid
+
+
+def _walk_validated(parts: tuple) -> tuple[list, list]:
+    """``(summaries, producer batches)`` as :func:`_walk` gives them, for the validator's output
+    (whose CRCs it made). An in-place assignment comes as one magic 2 batch in two parts, its
+    patched header and its records: the header alone answers what the segment and the producer
+    state read of it (a control batch, whose record the producer state reads, is joined)."""
+    if len(parts) == 1:
+        _, summaries, producers, _ = _walk(memoryview(parts[0]), check_crc=False)
+        return summaries, producers
+    header = RecordBatch(memoryview(parts[0]))
+    size = sum(len(part) for part in parts)
+    producers: list[Batch] = []
+    if header.producer_id > NO_PRODUCER_ID:
+        producers.append(RecordBatch(memoryview(b"".join(parts))) if header.is_control else header)
+    return [(header.last_offset, header.max_timestamp, size)], producers
 
 
 class Log:
@@ -242,14 +293,15 @@ class Log:
             partition_leader_epoch=leader_epoch, now_ms=now, origin=origin,
             topic_partition=str(self.topic_partition or self.dir.name),
         )  # fmt: skip
-        batches = list(MemoryRecords(result.validated_records))  # parsed once, used twice
-        analysis = self.producer_state.analyze_batches(batches, origin=origin)
+        parts = result.validated_parts
+        summaries, producers = _walk_validated(parts)
+        analysis = self.producer_state.analyze_batches(producers, origin=origin)
         if analysis.duplicate is not None:
             d = analysis.duplicate
             return LogAppendInfo(d.first_offset, d.last_offset, d.timestamp,
                                  result.log_append_time_ms, 0, duplicate=True)  # fmt: skip
-        self._append(result.validated_records, result.first_offset, result.last_offset,
-                     result.max_timestamp, analysis, batches)  # fmt: skip
+        self._append(parts, result.first_offset, result.last_offset, result.max_timestamp,
+                     analysis, summaries)  # fmt: skip
         if leader_epoch >= 0:
             latest = self.leader_epoch_cache.latest_epoch()
             if latest is None or leader_epoch > latest:
@@ -259,51 +311,56 @@ class Log:
             result.last_offset,
             result.max_timestamp,
             result.log_append_time_ms,
-            len(result.validated_records),
+            result.validated_size,
         )
 
     def append_as_follower(self, records) -> LogAppendInfo:
         """Append batches whose offsets are already assigned (replication, a DataFrame writer).
 
-        Each batch must pass its CRC check and start at or after the log end offset.
+        Each batch must pass its CRC check and start at or after the log end offset. A partial
+        batch at the end (a fetch response cut inside a batch) is not appended, as Kafka trims
+        it; ``valid_bytes`` of the result says how many bytes were.
         """
         self._check_writable()
-        data = bytes(records)
-        first = last = None
-        max_ts = NO_TIMESTAMP
-        batches = list(MemoryRecords(data))  # parsed once: checked, analyzed, indexed
-        for batch in batches:
-            batch.ensure_valid()
-            expected = self._log_end_offset if last is None else last + 1
-            if batch.base_offset < expected:
-                raise KafkalogError(
-                    f"Out of order offsets: batch at offset {batch.base_offset} appended to "
-                    f"{self.dir} after offset {expected - 1}",
-                    offset=batch.base_offset, path=str(self.dir),
-                )  # fmt: skip
-            if batch.magic >= 2:
-                epoch = batch.partition_leader_epoch
-                latest = self.leader_epoch_cache.latest_epoch()
-                if epoch >= 0 and (latest is None or epoch > latest):
-                    self.leader_epoch_cache.assign(epoch, batch.base_offset)
-            first = batch.base_offset if first is None else first
-            last = batch.last_offset
-            max_ts = max(max_ts, batch.max_timestamp)
-        if last is None:
+        data = records if isinstance(records, bytes) else bytes(records)
+        offsets, summaries, producers, valid_bytes = _walk(memoryview(data), check_crc=True)
+        if not offsets:
             raise KafkalogError("nothing to append: no complete batch", path=str(self.dir))
-        analysis = self.producer_state.analyze_batches(batches, origin=AppendOrigin.REPLICATION)
-        self._append(data, first, last, max_ts, analysis, batches)
-        return LogAppendInfo(first, last, max_ts, NO_TIMESTAMP, len(data))
+        expected = self._log_end_offset
+        latest = self.leader_epoch_cache.latest_epoch()
+        max_ts = NO_TIMESTAMP
+        for base, last, timestamp, epoch in offsets:
+            if base < expected:
+                raise KafkalogError(
+                    f"Out of order offsets: batch at offset {base} appended to "
+                    f"{self.dir} after offset {expected - 1}",
+                    offset=base, path=str(self.dir),
+                )  # fmt: skip
+            if epoch >= 0 and (latest is None or epoch > latest):
+                self.leader_epoch_cache.assign(epoch, base)
+                latest = epoch
+            expected = last + 1
+            if timestamp > max_ts:
+                max_ts = timestamp
+        first, last = offsets[0][0], expected - 1
+        analysis = self.producer_state.analyze_batches(producers, origin=AppendOrigin.REPLICATION)
+        valid = data if valid_bytes == len(data) else data[:valid_bytes]
+        self._append((valid,), first, last, max_ts, analysis, summaries)
+        return LogAppendInfo(first, last, max_ts, NO_TIMESTAMP, valid_bytes)
 
     def _append(
-        self, data: bytes, first: int, last: int, max_ts: int, analysis, batches: list[Batch]
+        self, parts: tuple, first: int, last: int, max_ts: int, analysis, summaries: list
     ) -> None:
-        segment = self._maybe_roll(len(data), max_ts, last)
-        segment.append(last, data, batches)
+        segment = self._maybe_roll(sum(len(part) for part in parts), max_ts, last)
+        segment.append_summarized(last, parts, summaries)
         self._log_end_offset = last + 1
-        for txn, lso in self.producer_state.apply_append(analysis, self._log_end_offset):
-            segment.update_txn_index(txn, lso)
-        self.producer_state.on_high_watermark_updated(self.high_watermark)
+        state = self.producer_state
+        if analysis.updated_producers or analysis.completed_txns:
+            for txn, lso in state.apply_append(analysis, self._log_end_offset):
+                segment.update_txn_index(txn, lso)
+        else:
+            state.update_map_end_offset(self._log_end_offset)
+        state.on_high_watermark_updated(self.high_watermark)
         self._unflushed += last - first + 1
         now = self.clock.milliseconds()
         if (self._unflushed >= self.config["flush.messages"]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import struct
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from .errors import InvalidOffsetError
@@ -137,23 +138,36 @@ class OffsetIndex(AbstractIndex):
         Raises ValueError when full (callers roll first), :class:`InvalidOffsetError` for a
         non-increasing offset, IndexOffsetOverflowError when it is too far from the base.
         """
+        self.append_all(((offset, position),))
+
+    def append_all(self, entries: Iterable[tuple[int, int]]) -> None:
+        """:meth:`append` each (offset, position) in order, written with one call. On an invalid
+        entry the ones before it are kept and the error raised."""
         with self._lock:
             self._check_writable("append to")
-            if self.is_full():
-                raise ValueError(f"Attempt to append to a full index (size = {self._entries}).")
-            if self._entries != 0 and offset <= self._last_offset:
-                raise InvalidOffsetError(
-                    f"Attempt to append an offset {offset} to position {self._entries} no larger "
-                    f"than the last offset appended ({self._last_offset})",
-                    path=str(self._file),
-                    offset=offset,
-                )
-            relative = self.relative_offset(offset)
-            if not 0 <= position <= _INT32_MAX:
-                raise ValueError(f"position {position} is outside 0..{_INT32_MAX}")
-            _ENTRY.pack_into(self._buffer(), self._entries * 8, relative, position)
-            self._entries += 1
-            self._last_offset = offset
+            packed, pack = bytearray(), _ENTRY.pack
+            entries_before, last = self._entries, self._last_offset
+            try:
+                for offset, position in entries:
+                    n = entries_before + len(packed) // 8
+                    if n >= self._max_entries:
+                        raise ValueError(f"Attempt to append to a full index (size = {n}).")
+                    if n != 0 and offset <= last:
+                        raise InvalidOffsetError(
+                            f"Attempt to append an offset {offset} to position {n} no larger "
+                            f"than the last offset appended ({last})",
+                            path=str(self._file),
+                            offset=offset,
+                        )
+                    relative = self.relative_offset(offset)
+                    if not 0 <= position <= _INT32_MAX:
+                        raise ValueError(f"position {position} is outside 0..{_INT32_MAX}")
+                    packed += pack(relative, position)
+                    last = offset
+            finally:
+                if packed:
+                    self._write_entries(packed)
+                    self._last_offset = last
 
     def truncate_to(self, offset: int) -> None:
         """Remove entries with offset >= ``offset``."""

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import os
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from ..errors import CorruptRecordError, InvalidRecordError
 from ..format import MemoryRecords
@@ -56,8 +57,9 @@ class FetchDataInfo:
     aborted_transactions: tuple[AbortedTxn, ...] | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class RollParams:
+class RollParams(NamedTuple):
+    """What decides a roll before an append (Kafka's RollParams)."""
+
     max_segment_ms: int
     max_segment_bytes: int
     max_timestamp_in_messages: int
@@ -191,8 +193,20 @@ class LogSegment:
         ``batches``: the batches of ``records`` when the caller has them already (saves a walk).
         """
         view = memoryview(records)
-        if not len(view):
-            return
+        summaries = [
+            (b.last_offset, b.max_timestamp, b.size_in_bytes)
+            for b in (MemoryRecords(view) if batches is None else batches)
+        ]
+        self.append_summarized(largest_offset, (view,), summaries)
+
+    def append_summarized(
+        self, largest_offset: int, parts: Sequence, summaries: Sequence[tuple[int, int, int]]
+    ) -> None:
+        """:meth:`append` of the bytes of ``parts`` written one after the other, with each batch
+        given as ``(last offset, max timestamp, size)``, in order (the log's append paths read
+        them in one walk that also checked the CRCs)."""
+        if not summaries:
+            return  # no batch, no bytes
         if not self.can_convert_to_relative_offset(largest_offset):
             raise IndexOffsetOverflowError(
                 f"Detected offset overflow at offset {largest_offset} in segment "
@@ -200,21 +214,32 @@ class LogSegment:
                 path=self.log.path,
                 offset=largest_offset,
             )
-        position = self.log.size_in_bytes()
-        self.log.append(view)
-        max_so_far = self._max_timestamp_so_far()
-        for batch in MemoryRecords(view) if batches is None else batches:
-            if batch.max_timestamp > max_so_far.timestamp:
-                max_so_far = TimestampOffset(
-                    timestamp=batch.max_timestamp, offset=batch.last_offset
-                )
-                self._max_so_far = max_so_far
-            if self._bytes_since_last_index_entry > self.index_interval_bytes:
-                self.offset_index.append(batch.last_offset, position)
-                self.time_index.maybe_append(max_so_far.timestamp, max_so_far.offset)
-                self._bytes_since_last_index_entry = 0
-            position += batch.size_in_bytes
-            self._bytes_since_last_index_entry += batch.size_in_bytes
+        position = self.log.append_parts(parts)
+        if position == 0 and summaries:  # what loadFirstBatchTimestamp would read back
+            self._rolling_based_timestamp = summaries[0][1]
+        so_far = self._max_timestamp_so_far()
+        max_ts, max_offset = so_far.timestamp, so_far.offset
+        since, interval = self._bytes_since_last_index_entry, self.index_interval_bytes
+        offset_entries, time_entries = [], []
+        for last_offset, timestamp, size in summaries:
+            if timestamp > max_ts:
+                max_ts, max_offset = timestamp, last_offset
+            if since > interval:
+                offset_entries.append((last_offset, position))
+                time_entries.append((max_ts, max_offset))
+                since = 0
+            position += size
+            since += size
+        if max_offset != so_far.offset or max_ts != so_far.timestamp:
+            self._max_so_far = TimestampOffset(timestamp=max_ts, offset=max_offset)
+        self._bytes_since_last_index_entry = since
+        if offset_entries:
+            before = self.offset_index.entries
+            try:
+                self.offset_index.append_all(offset_entries)
+            finally:  # each time entry goes with its offset entry, as Kafka appends them
+                added = self.offset_index.entries - before
+                self.time_index.maybe_append_all(time_entries[:added])
 
     def update_txn_index(self, completed_txn: CompletedTxn, last_stable_offset: int) -> None:
         if completed_txn.is_aborted:

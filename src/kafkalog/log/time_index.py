@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import struct
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ..format.constants import NO_TIMESTAMP
@@ -137,34 +138,47 @@ class TimeIndex(AbstractIndex):
         Raises ValueError when full, :class:`InvalidOffsetError` for an offset below the last,
         ValueError for a timestamp below the last (Kafka's IllegalStateException).
         """
+        self.maybe_append_all(((timestamp, offset),), skip_full_check=skip_full_check)
+
+    def maybe_append_all(
+        self, entries: Iterable[tuple[int, int]], *, skip_full_check: bool = False
+    ) -> None:
+        """:meth:`maybe_append` each (timestamp, offset) in order, the added entries written with
+        one call. On an invalid entry the ones before it are kept and the error raised."""
         with self._lock:
             self._check_writable("append to")
-            if not skip_full_check and self.is_full():
-                raise ValueError(
-                    f"Attempt to append to a full time index (size = {self._entries})."
-                )
-            last = self._last_entry
-            if self._entries != 0 and offset < last.offset:
-                raise InvalidOffsetError(
-                    f"Attempt to append an offset ({offset}) to slot {self._entries} no larger "
-                    f"than the last offset appended ({last.offset})",
-                    path=str(self._file),
-                    offset=offset,
-                )
-            if self._entries != 0 and timestamp < last.timestamp:
-                raise ValueError(
-                    f"Attempt to append a timestamp ({timestamp}) to slot {self._entries} no "
-                    f"larger than the last timestamp appended ({last.timestamp}) to {self._file}"
-                )
-            if timestamp > last.timestamp:
-                if not _INT64[0] <= timestamp <= _INT64[1]:
-                    raise ValueError(f"timestamp {timestamp} does not fit in a long")
-                relative = self.relative_offset(offset)
-                if self._entries >= self._max_entries:
-                    raise ValueError(f"no slot left in time index {self._file}")
-                _ENTRY.pack_into(self._buffer(), self._entries * 12, timestamp, relative)
-                self._entries += 1
-                self._last_entry = TimestampOffset(timestamp=timestamp, offset=offset)
+            packed, pack = bytearray(), _ENTRY.pack
+            entries_before, last = self._entries, self._last_entry
+            try:
+                for timestamp, offset in entries:
+                    n = entries_before + len(packed) // 12
+                    if not skip_full_check and n >= self._max_entries - 1:
+                        raise ValueError(f"Attempt to append to a full time index (size = {n}).")
+                    if n != 0 and offset < last.offset:
+                        raise InvalidOffsetError(
+                            f"Attempt to append an offset ({offset}) to slot {n} no larger "
+                            f"than the last offset appended ({last.offset})",
+                            path=str(self._file),
+                            offset=offset,
+                        )
+                    if n != 0 and timestamp < last.timestamp:
+                        raise ValueError(
+                            f"Attempt to append a timestamp ({timestamp}) to slot {n} no "
+                            f"larger than the last timestamp appended ({last.timestamp}) to "
+                            f"{self._file}"
+                        )
+                    if timestamp > last.timestamp:
+                        if not _INT64[0] <= timestamp <= _INT64[1]:
+                            raise ValueError(f"timestamp {timestamp} does not fit in a long")
+                        relative = self.relative_offset(offset)
+                        if n >= self._max_entries:
+                            raise ValueError(f"no slot left in time index {self._file}")
+                        packed += pack(timestamp, relative)
+                        last = TimestampOffset(timestamp=timestamp, offset=offset)
+            finally:
+                if packed:
+                    self._write_entries(packed)
+                    self._last_entry = last
 
     def truncate_to(self, offset: int) -> None:
         """Remove entries with offset >= ``offset``."""

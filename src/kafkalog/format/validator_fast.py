@@ -1,0 +1,153 @@
+"""LogValidator's hot path without a Python object per record: one uncompressed magic 2 batch
+appended to a magic 2 topic that keeps it uncompressed (what producers send by default).
+
+Kafka assigns offsets in place there (assignOffsetsNonCompressed): the batch's CRC, its header
+checks, each record's key (compacted topics) and timestamp (the topic's bounds), then base offset,
+leader epoch and max timestamp are written into the header. Here the header comes from one
+unpack (:mod:`.validator_scan`), the records from the columnar kernels into arrays
+(:mod:`.validator_records`), and the checks are array operations.
+
+:func:`validate_v2_in_place` only *accepts*: whenever the batch would fail a check, or is not
+this case, it returns None and :func:`kafkalog.format.validator.validate_records` takes the
+general path, which raises Kafka's error with Kafka's wording (or handles the other cases). So
+the two paths cannot disagree on an error's text, only on speed.
+"""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+
+from .batch import MutableRecordBatch
+from .codecs import CompressionType
+from .constants import (
+    CRC_OFFSET,
+    MAGIC_VALUE_V2,
+    NO_PRODUCER_ID,
+    NO_TIMESTAMP,
+    RECORDS_OFFSET,
+    TIMESTAMP_TYPE_MASK,
+    TimestampType,
+)
+from .crc import crc32c
+from .validator_records import v2_record_columns
+from .validator_scan import scan_v2_batches
+from .validator_types import (
+    LONG_MAX,
+    AppendOrigin,
+    LogValidatorConfig,
+    RecordValidationStats,
+    ValidationResult,
+)
+
+__all__ = ["validate_v2_in_place"]
+
+_U32 = struct.Struct(">I")
+_LONG_MIN = -LONG_MAX - 1
+_CODEC_MASK = 0x07
+
+
+def validate_v2_in_place(
+    view: memoryview,
+    config: LogValidatorConfig,
+    target_codec: CompressionType,
+    *,
+    next_offset: int,
+    partition_leader_epoch: int,
+    now_ms: int,
+    origin: AppendOrigin,
+) -> ValidationResult | None:
+    """The validated batch with offsets from ``next_offset``, or None for the general path."""
+    if config.magic != MAGIC_VALUE_V2 or target_codec != CompressionType.NONE:
+        return None
+    if view.format != "B" or view.ndim != 1:
+        return None
+    headers = scan_v2_batches(view)  # also: one whole batch, valid CRC
+    if headers is None or len(headers) != 1:
+        return None
+    h = headers[0]
+    if h.attributes & (_CODEC_MASK | TIMESTAMP_TYPE_MASK) or h.size > config.max_message_bytes:
+        return None  # compressed, or typed LogAppendTime by the client: the general path
+    if origin == AppendOrigin.CLIENT and not _client_header_ok(h):
+        return None
+    columns = v2_record_columns(view, h.count)
+    if columns is None:
+        return None
+    timestamps = columns.timestamps
+    if config.compacted and not columns.key_present.all():
+        return None
+    log_append = config.timestamp_type == TimestampType.LOG_APPEND_TIME
+    if not log_append and _out_of_bounds(timestamps, config, now_ms):
+        return None
+    batch_max = max(NO_TIMESTAMP, int(timestamps.max())) if len(timestamps) else NO_TIMESTAMP
+    last_offset = next_offset + h.count - 1
+    out = _assign(view, last_offset, partition_leader_epoch, config.timestamp_type,
+                  now_ms if log_append else batch_max)  # fmt: skip
+    if log_append:
+        max_ts, shallow = now_ms, last_offset
+    elif batch_max > NO_TIMESTAMP:
+        max_ts, shallow = batch_max, last_offset
+    else:
+        max_ts, shallow = NO_TIMESTAMP, -1
+    return ValidationResult(
+        validated_parts=out,
+        first_offset=next_offset,
+        last_offset=last_offset,
+        max_timestamp=max_ts,
+        shallow_offset_of_max_timestamp=shallow,
+        log_append_time_ms=now_ms if log_append else NO_TIMESTAMP,
+        message_size_maybe_changed=False,
+        record_validation_stats=RecordValidationStats(),
+    )
+
+
+def _client_header_ok(h) -> bool:
+    """LogValidator.validateBatch's checks on a client's batch, all passing."""
+    count_from_offsets = h.last_offset_delta + 1
+    has_producer_id = h.producer_id > NO_PRODUCER_ID
+    return (
+        h.base_offset == 0  # UnifiedLog.analyzeAndValidateRecords
+        and count_from_offsets > 0
+        and h.count > 0
+        and count_from_offsets == h.count
+        and not h.is_control
+        and not (has_producer_id and h.base_sequence < 0)
+    )
+
+
+def _out_of_bounds(timestamps: np.ndarray, config: LogValidatorConfig, now_ms: int) -> bool:
+    """Any record timestamp outside the topic's message.timestamp.before/after.max.ms, in Java
+    long arithmetic as Kafka's (-1, no timestamp, is not checked)."""
+    before, after = config.timestamp_before_max_ms, config.timestamp_after_max_ms
+    if before >= LONG_MAX and after >= LONG_MAX:
+        return False  # Kafka's defaults: no long difference exceeds them
+    if not len(timestamps):
+        return False
+    lowest, highest = int(timestamps.min()), int(timestamps.max())
+    if lowest == NO_TIMESTAMP:
+        stamped = timestamps[timestamps != NO_TIMESTAMP]
+        if not len(stamped):
+            return False
+        lowest, highest = int(stamped.min()), int(stamped.max())
+    if now_ms - highest > _LONG_MIN and now_ms - lowest < LONG_MAX:
+        # No difference wraps: the extremes decide (now - ts > before, ts - now > after).
+        return now_ms - lowest > before or highest - now_ms > after
+    stamped = timestamps[timestamps != NO_TIMESTAMP]
+    with np.errstate(over="ignore"):
+        diff = np.int64(now_ms) - stamped  # wraps, as Java's long subtraction
+        return bool((diff > before).any() or ((-diff) > after).any())
+
+
+def _assign(view: memoryview, last_offset: int, epoch: int, ts_type, max_ts: int) -> tuple:
+    """The batch after Kafka's in-place assignment (MutableRecordBatch calls on its header),
+    without copying its records: a patched copy of the header, and a view of the records."""
+    head = bytearray(view[:RECORDS_OFFSET])
+    batch = MutableRecordBatch(head)
+    batch.set_last_offset(last_offset)
+    batch.set_partition_leader_epoch(epoch)
+    records = view[RECORDS_OFFSET:]
+    if batch.timestamp_type != ts_type or batch.max_timestamp != max_ts:
+        batch.set_max_timestamp(ts_type, max_ts)  # its CRC covers the header alone: redone
+        _U32.pack_into(head, CRC_OFFSET, crc32c(records, crc32c(memoryview(head)[21:])))
+    return bytes(head), records
