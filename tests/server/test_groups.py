@@ -354,3 +354,29 @@ def test_offset_fetch_v8_answers_per_group(tmp_path, version):
         assert b["topics"][0]["partitions"][0]["committed_offset"] == -1
 
     asyncio.run(run())
+
+
+def test_offsets_expire_after_retention_and_empty_groups_go_with_them(tmp_path):
+    async def run():
+        h = Harness(tmp_path)
+        member = (await form_group(h, "c1"))["c1"]
+        await h.commit({("t", 0): 5}, member["member_id"], 1)
+        await h.commit({("s", 0): 1}, group="simple")
+        week = CONFIG.offsets_retention_ms
+        h.broker.clock.advance(week - 1)
+        await h.groups.run_due()  # the silent member expires: the group empties now
+        assert h.groups.groups["g"].state.value == "Empty"
+        assert await h.offsets.expire_offsets() == 0  # "simple" is a millisecond short
+        h.broker.clock.advance(1)
+        assert await h.offsets.expire_offsets() == 2  # its offset and the group itself
+        assert "simple" not in h.groups.groups and await h.fetch(group="simple") == {}
+        assert await h.fetch({"t": [0]}) == {("t", 0): (5, 0)}  # "g" emptied a moment ago
+        h.broker.clock.advance(week)
+        assert await h.offsets.expire_offsets() == 2
+        assert await h.fetch({"t": [0]}) == {("t", 0): (-1, 0)} and "g" not in h.groups.groups
+        h.broker.log_manager.close()
+        again = Harness(tmp_path, h.broker.clock)
+        load_groups(again.offsets)
+        assert again.groups.groups == {} and again.offsets.store.offsets == {}
+
+    asyncio.run(run())

@@ -37,6 +37,7 @@ class Txns:
 
     async def start(self):
         self.c = await coordination.install(self.broker)
+        await self.c.stop()  # the tests fire timeouts themselves, on the mock clock
         self.tc = self.c.transactions
         return self
 
@@ -92,7 +93,7 @@ class Txns:
         out = []
         for r in tlog.read(tlog.partition_for(txn_id)):
             if decode_transaction_log_key(r.key).data["transactionalId"] == txn_id:
-                out.append(decode_transaction_log_value(r.value).data)
+                out.append(None if r.value is None else decode_transaction_log_value(r.value).data)
         return out
 
 
@@ -297,3 +298,21 @@ def test_a_prepared_commit_is_finished_after_a_restart(tmp_path):
         assert (await h.init())["producer_epoch"] == epoch + 1
 
     run(restart, tmp_path)
+
+
+def test_idle_transactional_ids_expire(tmp_path):
+    async def body(h):
+        await h.init(txn_id="old")
+        r = await h.init(txn_id="busy")
+        await h.add(r["producer_id"], r["producer_epoch"], [("t", 0)], txn_id="busy")
+        h.broker.clock.advance(h.tc.config.transactional_id_expiration_ms)
+        assert await h.tc.remove_expired_transactional_ids() == ["old"]
+        assert set(h.tc.txns) == {"busy"}
+        assert h.states("old")[-1] is None  # a tombstone
+
+    run(body, tmp_path)
+
+    async def after_restart(h):
+        assert set(h.tc.txns) == {"busy"}
+
+    run(after_restart, tmp_path)

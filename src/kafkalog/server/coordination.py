@@ -11,8 +11,10 @@ and starts one background task for the timeouts (sessions, rebalances, transacti
 Settings come from the broker config's attributes ``offsets_topic_num_partitions`` and
 ``transaction_state_log_num_partitions`` and, by Kafka's names, from its ``extra`` dict:
 group.min.session.timeout.ms, group.max.session.timeout.ms, group.initial.rebalance.delay.ms,
-group.max.size, offset.metadata.max.bytes, transaction.max.timeout.ms and
-transaction.abort.timed.out.transaction.cleanup.interval.ms.
+group.max.size, offset.metadata.max.bytes, offsets.retention.minutes,
+offsets.retention.check.interval.ms, transaction.max.timeout.ms,
+transaction.abort.timed.out.transaction.cleanup.interval.ms, transactional.id.expiration.ms and
+transaction.remove.expired.transaction.cleanup.interval.ms.
 """
 
 from __future__ import annotations
@@ -47,11 +49,14 @@ _GROUP_SETTINGS = {
     "group.initial.rebalance.delay.ms": "initial_rebalance_delay_ms",
     "group.max.size": "max_size",
     "offset.metadata.max.bytes": "offset_metadata_max_bytes",
+    "offsets.retention.check.interval.ms": "offsets_retention_check_interval_ms",
     "offsets.retention.minutes": None,
 }
 _TXN_SETTINGS = {
     "transaction.max.timeout.ms": "max_timeout_ms",
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": "abort_timed_out_interval_ms",
+    "transactional.id.expiration.ms": "transactional_id_expiration_ms",
+    "transaction.remove.expired.transaction.cleanup.interval.ms": "remove_expired_interval_ms",
 }
 
 
@@ -66,14 +71,22 @@ class Coordinators:
 
     async def run_timeouts(self) -> None:
         """Fire due timeouts until cancelled; a failure is logged and the loop goes on."""
-        interval = self.transactions.config.abort_timed_out_interval_ms
-        next_txn_check = self.groups.now() + interval
+        txn_config = self.transactions.config
+        periodic = [
+            (txn_config.abort_timed_out_interval_ms,
+             self.transactions.abort_timed_out_transactions),
+            (txn_config.remove_expired_interval_ms,
+             self.transactions.remove_expired_transactional_ids),
+            (self.groups.config.offsets_retention_check_interval_ms, self.offsets.expire_offsets),
+        ]  # fmt: skip
+        due = [self.groups.now() + interval for interval, _ in periodic]
         while True:
             try:
                 await self.groups.run_due()
-                if self.groups.now() >= next_txn_check:
-                    await self.transactions.abort_timed_out_transactions()
-                    next_txn_check = self.groups.now() + interval
+                for i, (interval, job) in enumerate(periodic):
+                    if self.groups.now() >= due[i]:
+                        await job()
+                        due[i] = self.groups.now() + interval
             except Exception:
                 _log.exception("coordinator timeouts failed")
             deadline = self.groups.scheduler.next_deadline()

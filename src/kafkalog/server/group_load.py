@@ -86,9 +86,8 @@ def _replay(offsets: GroupOffsets, partition: int, record) -> None:
 
 def _replay_group(offsets: GroupOffsets, group_id: str, value: bytes | None, where: str) -> None:
     groups = offsets.coordinator.groups
-    if value is None:
+    if value is None:  # the group is gone; its offsets have tombstones of their own
         groups.pop(group_id, None)
-        offsets.store.delete_group(group_id)
         return
     # Read without the consumer-protocol decoding the dump applies: the member's subscription
     # and assignment are kept as the bytes the clients sent.

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 from ..errors import KafkalogError
 from ..format.internal.consumer_offsets_encode import (
+    encode_group_metadata_key,
     encode_offset_commit_key,
     encode_offset_commit_value,
 )
+from .error_codes import code_of
 from .group_state import ClassicGroup, GroupState
 from .groups import (
     COORDINATOR_NOT_AVAILABLE,
@@ -22,7 +24,6 @@ from .groups import (
     NONE,
     REBALANCE_IN_PROGRESS,
     UNKNOWN_MEMBER_ID,
-    UNKNOWN_SERVER_ERROR,
     GroupCoordinator,
 )
 from .handlers import RequestContext
@@ -148,8 +149,8 @@ class GroupOffsets:
             if accepted:
                 try:
                     written = await self._write(group_id, accepted)
-                except KafkalogError as e:
-                    code = getattr(e, "code", UNKNOWN_SERVER_ERROR)
+                except (KafkalogError, OSError) as e:
+                    code = code_of(e)
                     return self._response(req, {}, code)
                 for topic, partition, value in written:
                     self.store.commit(group_id, (topic, partition), value)
@@ -176,8 +177,8 @@ class GroupOffsets:
             if accepted:
                 try:
                     written = await self._write(group_id, accepted, producer_id, producer_epoch)
-                except KafkalogError as e:
-                    return self._response(req, {}, getattr(e, "code", UNKNOWN_SERVER_ERROR))
+                except (KafkalogError, OSError) as e:
+                    return self._response(req, {}, code_of(e))
                 for topic, partition, value in written:
                     self.store.add_pending(producer_id, group_id, (topic, partition), value)
         return self._response(req, errors, NONE)
@@ -192,6 +193,65 @@ class GroupOffsets:
         groups = [g for g in self.store.pending_groups(producer_id)
                   if log.partition_for(g) == partition]  # fmt: skip
         self.store.complete_transaction(producer_id, groups, commit)
+
+    # -- expiration -----------------------------------------------------------------------------
+    async def expire_offsets(self) -> int:
+        """Delete offsets past retention, then empty groups left without offsets (Kafka's
+        cleanupGroupMetadata); returns the number of tombstones written.
+
+        Offsets of a group with members never expire. For an empty group the clock starts when
+        it became empty; for a group without a protocol (simple consumers, admin commits) at the
+        commit; an explicit expire timestamp (OffsetCommit v2-v4 retention) wins.
+        """
+        coordinator = self.coordinator
+        written = 0
+        async with coordinator.lock:
+            now = coordinator.now()
+            for group_id in sorted(self.store.groups() | set(coordinator.groups)):
+                group = coordinator.groups.get(group_id)
+                expired = self._expired(group_id, group, now)
+                records = [(encode_offset_commit_key(group_id, t, p), None) for t, p in expired]
+                deletes_group = (
+                    group is not None
+                    and group.is_in(GroupState.EMPTY)
+                    and not (set(self.store.committed(group_id)) - set(expired))
+                    and not self.store.has_pending(group_id)
+                )
+                if deletes_group:
+                    records.append((encode_group_metadata_key(group_id), None))
+                if not records:
+                    continue
+                log = coordinator.log
+                await log.append(log.partition_for(group_id), records, now_ms=now)
+                for tp in expired:
+                    self.store.delete(group_id, tp)
+                if deletes_group:
+                    group.transition_to(GroupState.DEAD, now)
+                    del coordinator.groups[group_id]
+                written += len(records)
+        return written
+
+    def _expired(self, group_id: str, group: ClassicGroup | None, now: int) -> list:
+        retention = self.coordinator.config.offsets_retention_ms
+        if group is not None and group.protocol_type and not group.is_in(GroupState.EMPTY):
+            return []
+        since_empty = (
+            group.state_timestamp_ms
+            if group is not None and group.protocol_type and group.state_timestamp_ms >= 0
+            else None
+        )
+        out = []
+        for tp, value in sorted(self.store.committed(group_id).items()):
+            if self.store.has_pending(group_id, tp):
+                continue
+            if value.expire_timestamp_ms is not None:
+                if now >= value.expire_timestamp_ms:
+                    out.append(tp)
+            elif now - (since_empty if since_empty is not None else value.commit_timestamp_ms) >= (
+                retention
+            ):
+                out.append(tp)
+        return out
 
     # -- OffsetFetch ----------------------------------------------------------------------------
     async def offset_fetch(self, ctx: RequestContext, req: dict) -> dict:

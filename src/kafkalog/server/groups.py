@@ -23,15 +23,20 @@ from ..format.internal.consumer_offsets_encode import (
     encode_group_metadata_key,
     encode_group_metadata_value,
 )
+from .error_codes import COORDINATOR_NOT_AVAILABLE, NONE, UNKNOWN_SERVER_ERROR, code_of
 from .group_log import CoordinatorLog
 from .group_scheduler import Scheduler
 from .group_state import ClassicGroup, GroupMember, GroupState
 from .handlers import RequestContext
 
-__all__ = ["GroupConfig", "GroupCoordinator"]
+__all__ = [
+    "COORDINATOR_NOT_AVAILABLE",
+    "NONE",
+    "UNKNOWN_SERVER_ERROR",
+    "GroupConfig",
+    "GroupCoordinator",
+]
 
-NONE = 0
-COORDINATOR_NOT_AVAILABLE = 15
 ILLEGAL_GENERATION = 22
 INCONSISTENT_GROUP_PROTOCOL = 23
 INVALID_GROUP_ID = 24
@@ -40,7 +45,6 @@ INVALID_SESSION_TIMEOUT = 26
 REBALANCE_IN_PROGRESS = 27
 MEMBER_ID_REQUIRED = 79
 GROUP_MAX_SIZE_REACHED = 81
-UNKNOWN_SERVER_ERROR = -1
 
 _EMPTY, _PREPARING = GroupState.EMPTY, GroupState.PREPARING_REBALANCE
 _COMPLETING, _STABLE, _DEAD = (
@@ -61,6 +65,7 @@ class GroupConfig:
     max_size: int = 2**31 - 1  # group.max.size
     offset_metadata_max_bytes: int = 4_096  # offset.metadata.max.bytes
     offsets_retention_ms: int = 7 * 24 * 3_600_000  # offsets.retention.minutes
+    offsets_retention_check_interval_ms: int = 600_000  # offsets.retention.check.interval.ms
     offsets_topic_partitions: int = 50  # offsets.topic.num.partitions
 
 
@@ -387,7 +392,7 @@ class GroupCoordinator:
                     await self._store_group(group, assignment)
                 except Exception as e:  # the log refused: every member hears it and rejoins
                     if group.is_in(_COMPLETING) and group.generation_id == generation:
-                        code = getattr(e, "code", UNKNOWN_SERVER_ERROR)
+                        code = code_of(e)
                         self._propagate_assignment(group, _store_error(code), reset=True)
                         await self._maybe_prepare_rebalance_or_complete_join(group)
                 else:

@@ -24,6 +24,7 @@ from ..errors import KafkalogError
 from ..format.builder import build_end_txn_marker_batch
 from ..format.constants import ControlRecordType
 from ..log.naming import TopicPartition
+from .error_codes import INVALID_REQUEST, NONE, UNKNOWN_TOPIC_OR_PARTITION, code_of
 from .group_log import CoordinatorLog
 from .handlers import RequestContext
 from .producer_ids import ProducerIdManager
@@ -38,9 +39,6 @@ __all__ = ["TransactionConfig", "TransactionCoordinator"]
 
 _log = logging.getLogger("kafkalog.server.transactions")
 
-NONE = 0
-UNKNOWN_TOPIC_OR_PARTITION = 3
-INVALID_REQUEST = 42
 INVALID_PRODUCER_EPOCH = 47
 INVALID_TXN_STATE = 48
 INVALID_PRODUCER_ID_MAPPING = 49
@@ -48,7 +46,6 @@ INVALID_TRANSACTION_TIMEOUT = 50
 CONCURRENT_TRANSACTIONS = 51
 OPERATION_NOT_ATTEMPTED = 55
 PRODUCER_FENCED = 90
-UNKNOWN_SERVER_ERROR = -1
 OFFSETS_TOPIC = "__consumer_offsets"
 
 _S = TransactionState
@@ -62,6 +59,8 @@ class TransactionConfig:
     abort_timed_out_interval_ms: int = 10_000  # ...abort.timed.out.transaction.cleanup.interval.ms
     state_log_partitions: int = 50  # transaction.state.log.num.partitions
     offsets_topic_partitions: int = 50  # where AddOffsetsToTxn finds a group's partition
+    transactional_id_expiration_ms: int = 7 * 24 * 3_600_000  # transactional.id.expiration.ms
+    remove_expired_interval_ms: int = 3_600_000  # ...remove.expired.transaction.cleanup.interval
 
 
 class _Refused(Exception):
@@ -141,8 +140,8 @@ class TransactionCoordinator:
                 await self._transition(txn, _S.EMPTY)
             except _Refused as refused:
                 return {**fail, "error_code": _fenced(refused.code, ctx.api_version, 4)}
-            except KafkalogError as e:
-                return {**fail, "error_code": getattr(e, "code", UNKNOWN_SERVER_ERROR)}
+            except (KafkalogError, OSError) as e:
+                return {**fail, "error_code": code_of(e)}
             return {"error_code": NONE, "producer_id": txn.producer_id,
                     "producer_epoch": txn.producer_epoch}  # fmt: skip
 
@@ -200,8 +199,8 @@ class TransactionCoordinator:
                 await self._transition(txn, _S.ONGOING)
             except _Refused as refused:
                 return all_with(_fenced(refused.code, version, 2))
-            except KafkalogError as e:
-                return all_with(getattr(e, "code", UNKNOWN_SERVER_ERROR))
+            except (KafkalogError, OSError) as e:
+                return all_with(code_of(e))
         return all_with(NONE)
 
     def _missing(self, tp: tuple[str, int]) -> bool:
@@ -229,8 +228,8 @@ class TransactionCoordinator:
                     raise _Refused(INVALID_TXN_STATE)
             except _Refused as refused:
                 return {"error_code": _fenced(refused.code, ctx.api_version, 2)}
-            except KafkalogError as e:
-                return {"error_code": getattr(e, "code", UNKNOWN_SERVER_ERROR)}
+            except (KafkalogError, OSError) as e:
+                return {"error_code": code_of(e)}
         return {"error_code": NONE}
 
     async def _end(self, txn: TransactionMetadata, commit: bool) -> None:
@@ -295,6 +294,23 @@ class TransactionCoordinator:
                     except KafkalogError:
                         _log.exception("could not abort transaction %s", txn.transactional_id)
         return aborted
+
+    async def remove_expired_transactional_ids(self) -> list[str]:
+        """Forget ids idle (no open transaction) longer than transactional.id.expiration.ms,
+        with a tombstone each, as Kafka's removeExpiredTransactionalIds."""
+        removed = []
+        async with self.lock:
+            now = self.now()
+            limit = self.config.transactional_id_expiration_ms
+            for txn in list(self.txns.values()):
+                idle = txn.state == _S.EMPTY or txn.state in COMPLETE_STATES
+                if idle and now - txn.last_update_timestamp_ms >= limit:
+                    key, _ = txn.record()
+                    partition = self.log.partition_for(txn.transactional_id)
+                    await self.log.append(partition, [(key, None)], now_ms=now)
+                    del self.txns[txn.transactional_id]
+                    removed.append(txn.transactional_id)
+        return removed
 
     async def complete_prepared_transactions(self) -> None:
         """After loading: finish transactions whose Prepare state was written but not their end."""
