@@ -11,7 +11,7 @@ from pathlib import Path
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import pytest
-from records_cli_helpers import T0, cli, json_lines, kp_records, main_in_process
+from records_cli_helpers import T0, json_lines, kp_records, main_in_process
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "arrow"))
 from arrow_data import write_topics, write_transactions  # the Arrow API tests' data
@@ -109,16 +109,18 @@ def test_csv(data_dir, tmp_path, capsysbinary):
     assert got == want
 
 
-def test_jsonl_loads_back_with_produce(data_dir, tmp_path):
+def test_jsonl_loads_back_with_produce(data_dir, tmp_path, capsysbinary):
     out = tmp_path / "orders.jsonl"
-    cli("export", data_dir, "--to", "jsonl", out, "-t", "orders", "--include-headers", "--quiet")
+    main_in_process(capsysbinary, "export", data_dir, "--to", "jsonl", out, "-t", "orders",
+                    "--include-headers", "--quiet")  # fmt: skip
     copy = tmp_path / "copy"
-    cli("produce", copy, "--file", out, "--quiet")
-    again = cli("export", copy, "--to", "jsonl", "-", "-t", "orders", "--include-headers")
+    main_in_process(capsysbinary, "produce", copy, "--file", out, "--quiet")
+    again = main_in_process(capsysbinary, "export", copy, "--to", "jsonl", "-", "-t", "orders",
+                            "--include-headers")  # fmt: skip
     assert json_lines(again.stdout) == json_lines(out.read_bytes())
     assert len(json_lines(again.stdout)) == 2 * PER_PARTITION
-    consumed = cli("consume", data_dir, "-t", "orders", "--json").stdout
-    assert json_lines(consumed) == json_lines(out.read_bytes())  # consume --json's objects
+    consumed = main_in_process(capsysbinary, "consume", data_dir, "-t", "orders", "--json")
+    assert json_lines(consumed.stdout) == json_lines(out.read_bytes())  # consume --json's objects
 
 
 def test_failures(data_dir, tmp_path, capsysbinary):
