@@ -4,8 +4,10 @@ An input partition is a byte range of one segment file, cut at batch starts take
 offset index (about 128 MB each by default, smaller with minPartitions or
 maxRecordsPerPartition), plus the offset range to keep and, for read_committed, the aborted
 transactions that overlap it. ``read()`` preads the range in chunks of about 8 MB ending at batch
-boundaries and hands each to the columnar decoder (:mod:`kafkalog.format.fast`), so a task's
-memory stays bounded whatever the segment size.
+boundaries, so a task's memory stays bounded whatever the segment size, and decodes each chunk in
+pieces of whole batches sized to give Arrow batches of about TARGET_ROWS rows or
+TARGET_BATCH_BYTES (:mod:`kafkalog.format.fast`), each yielded as is: no pandas, no per-row
+Python object.
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ SPLIT_BYTES = 128 << 20  # an input partition's target size
 CHUNK_BYTES = 8 << 20  # bytes handed to the decoder at a time
 TARGET_ROWS = 10_000  # rows per Arrow batch (fewer when rows are big)
 TARGET_BATCH_BYTES = 8 << 20
+PIECE_BYTES = 1 << 20  # log bytes decoded into one Arrow batch, to start with (then adapted)
+MIN_PIECE_BYTES = 64 << 10
 _ENTRY = struct.Struct(">qi")
 
 try:  # pyspark is only needed on the Spark side; planning and read() run without it
@@ -319,10 +323,12 @@ def _spread(parts: list[KafkaInputPartition], wanted: int) -> list[KafkaInputPar
 
 
 # -- reading ----------------------------------------------------------------------------------
-def _complete_end(buf: memoryview, limit: int) -> tuple[int, int | None]:
-    """The end of the last complete entry in ``buf[:limit]`` and that entry's offset field
-    (a v2 batch's base offset, a legacy entry's own offset)."""
-    pos, last = 0, None
+def _complete_end(buf: memoryview, limit: int, step: int = 0) -> tuple[int, int | None, list[int]]:
+    """The end of the last complete entry in ``buf[:limit]``, that entry's offset field (a v2
+    batch's base offset, a legacy entry's own offset) and, with ``step``, entry ends about every
+    ``step`` bytes (where a chunk can be cut into pieces of whole entries)."""
+    pos, last, cuts = 0, None, []
+    mark = step if step else limit + 1
     while limit - pos >= 12:
         offset, length = _ENTRY.unpack_from(buf, pos)
         size = 12 + length
@@ -330,14 +336,14 @@ def _complete_end(buf: memoryview, limit: int) -> tuple[int, int | None]:
             break
         pos += size
         last = offset
-    return pos, last
+        if pos >= mark:
+            cuts.append(pos)
+            mark = pos + step
+    return pos, last, cuts
 
 
-def iter_chunks(path: str, start: int, end: int, stop_offset: int | None = None,
-                chunk: int = CHUNK_BYTES):  # fmt: skip
-    """(file position, memoryview) chunks of whole entries covering ``[start, end)``, ending
-    after the chunk whose last entry's offset reaches ``stop_offset`` (every later entry is past
-    it). One buffer is reused: a chunk is valid until the next is produced."""
+def _chunks(path: str, start: int, end: int, stop_offset: int | None, chunk: int, step: int):
+    """(file position, memoryview, cuts) chunks of whole entries; see :func:`iter_chunks`."""
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
     buf = bytearray(min(chunk, max(end - start, 0)) or 1)
     try:
@@ -352,15 +358,24 @@ def iter_chunks(path: str, start: int, end: int, stop_offset: int | None = None,
             want = min(len(buf), end - pos)
             view = memoryview(buf)
             got = os.preadv(fd, [view[:want]], pos)
-            usable, last = _complete_end(view, got)
+            usable, last, cuts = _complete_end(view, got, step)
             if usable == 0:
                 return  # a torn tail: the log ends here
-            yield pos, view[:usable]
+            yield pos, view[:usable], cuts
             pos += usable
             if stop_offset is not None and last is not None and last >= stop_offset:
                 return
     finally:
         os.close(fd)
+
+
+def iter_chunks(path: str, start: int, end: int, stop_offset: int | None = None,
+                chunk: int = CHUNK_BYTES):  # fmt: skip
+    """(file position, memoryview) chunks of whole entries covering ``[start, end)``, ending
+    after the chunk whose last entry's offset reaches ``stop_offset`` (every later entry is past
+    it). One buffer is reused: a chunk is valid until the next is produced."""
+    for pos, view, _ in _chunks(path, start, end, stop_offset, chunk, 0):
+        yield pos, view
 
 
 def _aborted_mask(batch: pa.RecordBatch, aborted) -> np.ndarray | None:
@@ -387,8 +402,41 @@ def read_partition(part) -> Iterator[pa.RecordBatch]:
         yield from _read_one(part)
 
 
+class _DecoderPool:
+    """Columnar decoders taken in turn. A decoder reuses its arrays only once every Arrow batch
+    it handed out is released, and Spark's worker still holds the previous batch (and its
+    struct-wrapped copy) while it asks for the next: with one decoder every batch would get
+    fresh arrays, and fresh large allocations page-fault heavily."""
+
+    SIZE = 3
+
+    def __init__(self) -> None:
+        from ..format import fast
+
+        self._decoders = [fast.ColumnarDecoder() for _ in range(self.SIZE)]
+        self._turn = 0
+
+    def next(self):
+        self._turn = (self._turn + 1) % self.SIZE
+        return self._decoders[self._turn]
+
+
+class _Sizer:
+    """Bytes of log entries per Arrow batch: starts at ``PIECE_BYTES`` and follows the rows and
+    Arrow bytes that the last piece gave towards TARGET_ROWS and TARGET_BATCH_BYTES (compressed
+    batches give more rows per byte read)."""
+
+    def __init__(self) -> None:
+        self.step = PIECE_BYTES
+
+    def learn(self, read: int, rows: int, arrow_bytes: int) -> None:
+        if rows <= 0 or read <= 0:
+            return
+        scale = min(TARGET_ROWS / rows, TARGET_BATCH_BYTES / max(arrow_bytes, 1))
+        self.step = int(min(CHUNK_BYTES, max(MIN_PIECE_BYTES, read * scale)))
+
+
 def _read_one(part: KafkaInputPartition) -> Iterator[pa.RecordBatch]:
-    from ..format import fast
     from .schema import ConstantColumns, to_spark_batch
 
     if not os.path.exists(part.path):
@@ -397,25 +445,37 @@ def _read_one(part: KafkaInputPartition) -> Iterator[pa.RecordBatch]:
             f"on a filesystem the driver and every executor share"
         )
     constants = ConstantColumns(part.topic, part.partition)
-    decoder = fast.ColumnarDecoder()
-    max_rows = TARGET_ROWS
-    chunks = iter_chunks(part.path, part.start_position, part.end_position, part.end_offset)
-    for position, view in chunks:
-        for decoded in decoder.iter_batches(
-            view, max_rows=max_rows, start_offset=part.start_offset, end_offset=part.end_offset,
-            keep_control=False, position_base=position,
-        ):  # fmt: skip
-            n = decoded.num_rows
-            if n == 0:
-                continue
-            if part.aborted:
+    pool = _DecoderPool()
+    sizer = _Sizer()
+    chunks = _chunks(part.path, part.start_position, part.end_position, part.end_offset,
+                     CHUNK_BYTES, MIN_PIECE_BYTES)  # fmt: skip
+    for position, view, cuts in chunks:
+        lo = 0
+        for hi in _pieces(cuts, len(view), sizer):
+            decoded = pool.next().decode(
+                view[lo:hi], start_offset=part.start_offset, end_offset=part.end_offset,
+                keep_control=False, position_base=position + lo,
+            )  # fmt: skip
+            read, lo = hi - lo, hi
+            if decoded.num_rows and part.aborted:
                 drop = _aborted_mask(decoded, part.aborted)
                 if drop is not None:
                     decoded = decoded.filter(pa.array(~drop))
-                    if decoded.num_rows == 0:
-                        continue
+            if decoded.num_rows == 0:
+                continue
             out = to_spark_batch(decoded, constants, part.include_headers)
-            size = out.nbytes
-            if size > TARGET_BATCH_BYTES and n > 1:  # big rows: fewer per batch next time
-                max_rows = max(1, int(n * TARGET_BATCH_BYTES / size))
+            del decoded
+            sizer.learn(read, out.num_rows, out.nbytes)
             yield out
+            del out
+
+
+def _pieces(cuts: list[int], end: int, sizer: _Sizer) -> Iterator[int]:
+    """Ends of pieces of about ``sizer.step`` bytes at the entry ends ``cuts`` (taken about
+    every ``MIN_PIECE_BYTES``); the last one is ``end``."""
+    start = 0
+    for c in cuts:
+        if c - start >= sizer.step and end - c >= MIN_PIECE_BYTES // 2:
+            yield c
+            start = c
+    yield end
