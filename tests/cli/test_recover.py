@@ -72,7 +72,10 @@ def test_full_recovery_dry_run_then_apply(data_dir: Path) -> None:
         run_main("recover", "--json", data_dir, status=1)[0])}  # fmt: skip
     assert digest(data_dir) == before
 
-    found = actions(run_main("recover", "--full", "--json", data_dir, status=1)[0])
+    out, _ = run_main("recover", "--full", "--json", data_dir, status=1)
+    ends = {o["partition"]: o["logEndOffset"] for o in json_lines(out) if o["type"] == "partition"}
+    assert ends["events-0"] == base  # the log ends before the damaged batch
+    found = actions(out)
     assert ("truncate", middle.name, position, base) in found
     assert next(a for a in found if a[0] == "truncate" and a[1] == active.name)[2] == active_size
     assert later and {a[1] for a in found if a[0] == "drop-segment"} == {

@@ -20,6 +20,7 @@ from .operate import (
     guarded,
     open_logs,
     partition_offsets,
+    plural,
     relative,
     resolve_target,
     write_json,
@@ -102,6 +103,17 @@ def _run(args: argparse.Namespace) -> int:
         notes = _apply(target, args)
     if args.json:
         for plan in plans:
+            write_json(
+                {
+                    "type": "partition",
+                    "partition": Path(plan.directory).name,
+                    "path": plan.directory,
+                    "logEndOffset": plan.log_end_offset,
+                    "recoveredFrom": plan.recovered_from,
+                    "changes": plan.changes,
+                    "bytesCut": plan.bytes_cut,
+                }
+            )
             for action in plan.actions:
                 write_json(
                     {
@@ -142,28 +154,51 @@ def _summary(target: Target, plans, args) -> dict:
     }
 
 
+def _action_lines(plan, target: Target) -> list[str]:
+    """One line per action, except that segments re-checked after an unclean shutdown are
+    counted on one line, and a dropped segment's index files ride on its .log's line."""
+    from ..log.recovery_plan import DROP_SEGMENT, REBUILD_INDEXES
+
+    def rechecked(a) -> bool:
+        return (
+            a.action == REBUILD_INDEXES
+            and plan.recovered_from is not None
+            and a.offset is not None
+            and a.offset >= plan.recovered_from
+        )
+
+    lines = []
+    count = sum(rechecked(a) for a in plan.actions)
+    if count:
+        lines.append(
+            f"  re-check {plural(count, 'segment')} from offset {plan.recovered_from}: batches "
+            f"CRC-checked, indexes rebuilt (after an unclean shutdown, or --full)"
+        )
+    for a in plan.actions:
+        if rechecked(a) or (a.action == DROP_SEGMENT and not a.path.endswith(".log")):
+            continue
+        where = []
+        if a.position is not None:
+            where.append(f"at position {a.position}")
+        if a.offset is not None:
+            where.append(f"offset {a.offset}")
+        if a.bytes is not None:
+            where.append(f"{a.bytes} bytes")
+        if a.action == DROP_SEGMENT:
+            where.append("with its indexes")
+        at = f" ({', '.join(where)})" if where else ""
+        lines.append(f"  {a.action} {relative(a.path, target.path)}{at}: {a.reason}")
+    return lines
+
+
 def _print_text(target: Target, plans, args, notes) -> None:
     out = []
     for plan in plans:
         if not plan.actions:
             continue
         name = Path(plan.directory).name
-        since = (
-            f", segments re-checked from offset {plan.recovered_from}"
-            if plan.recovered_from is not None
-            else ""
-        )
-        out.append(f"{name}: log end offset {plan.log_end_offset} after recovery{since}")
-        for a in plan.actions:
-            where = []
-            if a.position is not None:
-                where.append(f"at position {a.position}")
-            if a.offset is not None:
-                where.append(f"offset {a.offset}")
-            if a.bytes is not None:
-                where.append(f"{a.bytes} bytes")
-            at = f" ({', '.join(where)})" if where else ""
-            out.append(f"  {a.action} {relative(a.path, target.path)}{at}: {a.reason}")
+        out.append(f"{name}: log end offset {plan.log_end_offset} after recovery")
+        out.extend(_action_lines(plan, target))
     if notes:
         out.append("")
         out.append("done:")

@@ -17,6 +17,7 @@ from .operate import (
     EXIT_PROBLEMS,
     add_target_arguments,
     cleanup_policy,
+    format_time,
     guarded,
     open_logs,
     plural,
@@ -133,7 +134,8 @@ def _report(target, results, args: argparse.Namespace) -> None:
             active = ", the active segment (a new one is rolled first)" if d.active else ""
             lines.append(
                 f"  {relative(d.path, target.path)} (offsets {d.base_offset}-{d.next_offset - 1}, "
-                f"{d.size} bytes, newest record at {d.largest_timestamp}{active}): {d.reason}"
+                f"{d.size} bytes, newest record {format_time(d.largest_timestamp)}{active}): "
+                f"{d.reason}"
             )
     s = _summary(target, results, args)
     verb = "deleted" if args.apply else "dry run: would delete"

@@ -44,6 +44,12 @@ from .time_index import TimeIndex
 from .txn_index import TransactionIndex
 
 __all__ = [
+    "DROP_SEGMENT",
+    "QUARANTINE",
+    "REBUILD_INDEXES",
+    "RENAME",
+    "TRIM_LEADER_EPOCHS",
+    "TRUNCATE",
     "UNREADABLE_END",
     "PartitionRecoveryPlan",
     "RecoveryAction",
@@ -209,7 +215,7 @@ def plan_recovery(
         covered = sorted(b for b in logs if base <= b < max(end, base + 1))
         replaced.update(covered)
         swap_bases.append(base)
-        ends[base] = prefix.next_offset
+        ends[base] = prefix.next_offset if prefix.next_offset is not None else base
         for b in covered:
             for path in _segment_files(logs[b]):
                 actions.append(
@@ -273,7 +279,7 @@ def plan_recovery(
         )
         with _open(directory, base, config, clock, "") as segment:
             prefix = segment_valid_prefix(segment)
-        ends[base] = prefix.next_offset
+        ends[base] = prefix.next_offset if prefix.next_offset is not None else base
         if _cut(actions, path, prefix):
             cut_at = i
             break
