@@ -9,6 +9,8 @@ tests spend their time on the protocol rather than on Kafka's production default
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -316,3 +318,17 @@ def test_state_survives_a_restart_and_the_directory_verifies(server, data_dir):
         producer.commit_transaction(30)
         values = read_values(again.bootstrap, "txn-ck", "read_committed", 16)
         assert values[-1] == b"after-restart" and len(values) == 16
+    # Offline, the log layer's readers agree: read_committed sees the committed records only,
+    # and no transaction is left open.
+    consumed = subprocess.run(
+        [sys.executable, "-m", "kafkalog.cli.main", "consume", str(data_dir), "--topic",
+         "txn-ck", "--isolation-level", "read_committed"],
+        capture_output=True, check=True,
+    )  # fmt: skip
+    assert consumed.stdout.splitlines() == values
+    transactions = subprocess.run(
+        [sys.executable, "-m", "kafkalog.cli.main", "transactions", str(data_dir)],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert transactions.returncode == 0 and " 0 open" in transactions.stdout, transactions
+    assert verify(data_dir).errors == []
