@@ -12,6 +12,14 @@ import time
 from pathlib import Path
 
 _READY = re.compile(r"kafkalog serving ([\w.\-]+):(\d+)")
+# One partition each for __consumer_offsets and __transaction_state: quick starts in tests.
+SMALL = {"offsets_topic_num_partitions": 1, "transaction_state_log_num_partitions": 1}
+SMALL_INTERNAL_TOPICS = (
+    "--offsets-topic-num-partitions",
+    "1",
+    "--transaction-state-log-num-partitions",
+    "1",
+)
 
 
 class ServerProcess:
@@ -27,8 +35,9 @@ class ServerProcess:
         return f"127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 30) -> ServerProcess:
+        listen = f"127.0.0.1:{self.port}"
         cmd = [sys.executable, "-m", "kafkalog.cli.main", "serve", str(self.data_dir),
-               "--listen", f"127.0.0.1:{self.port}", *self.args]  # fmt: skip
+               "--listen", listen, *SMALL_INTERNAL_TOPICS, *self.args]  # fmt: skip
         self.proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, env=dict(os.environ))
         ready = threading.Event()
 

@@ -19,6 +19,7 @@ from kafkalog.protocol import ApiKey, decode_response, encode_request
 from kafkalog.server.app import BackgroundServer
 from kafkalog.server.config import ServerConfig
 
+from .server_process import SMALL
 from .wire import WireClient
 
 kafka = pytest.importorskip("kafka")
@@ -55,7 +56,8 @@ def failures():
 @pytest.fixture(scope="module")
 def server(tmp_path_factory, failures):
     config = ServerConfig([tmp_path_factory.mktemp("robust")], port=0,
-                          socket_request_max_bytes=1 << 20, max_connections=20)  # fmt: skip
+                          socket_request_max_bytes=1 << 20, max_connections=20,
+                          **SMALL)  # fmt: skip
     with BackgroundServer(config) as s:
         yield s
 
@@ -102,7 +104,7 @@ def test_fetch_sends_records_with_sendfile_and_counts_them(server, healthy, tmp_
 
 
 def test_without_sendfile_records_are_copied_and_identical(tmp_path):
-    config = ServerConfig([tmp_path], port=0, sendfile=False)
+    config = ServerConfig([tmp_path], port=0, sendfile=False, **SMALL)
     with BackgroundServer(config) as s:
         client = WireClient("127.0.0.1", s.broker.port)
         ensure_topic(client, "copied")

@@ -25,6 +25,13 @@ def _listen(text: str) -> tuple[str, int]:
     return host.strip("[]") or "0.0.0.0", int(port)
 
 
+def _setting(text: str) -> tuple[str, str]:
+    name, sep, value = text.partition("=")
+    if not sep or not name.strip():
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
+    return name.strip(), value.strip()
+
+
 def add_parser(commands) -> None:
     p = commands.add_parser(
         "serve",
@@ -44,6 +51,28 @@ def add_parser(commands) -> None:
     p.add_argument("--max-connections", type=int, default=1000)
     p.add_argument("--max-connections-per-ip", type=int, default=1000)
     p.add_argument("--no-sendfile", action="store_true", help="copy fetched records instead")
+    p.add_argument(
+        "--offsets-topic-num-partitions",
+        type=int,
+        default=50,
+        metavar="N",
+        help="partitions of __consumer_offsets when it is created",
+    )
+    p.add_argument(
+        "--transaction-state-log-num-partitions",
+        type=int,
+        default=50,
+        metavar="N",
+        help="partitions of __transaction_state when it is created",
+    )
+    p.add_argument(
+        "--config",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        type=_setting,
+        help="a broker setting by Kafka's name (group.*, transaction.*, offsets.*)",
+    )
     p.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     p.set_defaults(run=run)
 
@@ -68,6 +97,9 @@ def run(args: argparse.Namespace) -> int:
         max_connections=args.max_connections,
         max_connections_per_ip=args.max_connections_per_ip,
         sendfile=not args.no_sendfile,
+        offsets_topic_num_partitions=args.offsets_topic_num_partitions,
+        transaction_state_log_num_partitions=args.transaction_state_log_num_partitions,
+        extra=dict(args.config),
     )
 
     def ready(broker) -> None:
