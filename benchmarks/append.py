@@ -1,28 +1,36 @@
 """Log append throughput against a plain file write, and lookup latency in a 1 GB segment.
 
     .venv/bin/python benchmarks/append.py [--mb 128] [--repeat 5] [--lookups 5000]
-                                          [--segment-dir /tmp/kafkalog-bench-1g] [--json OUT]
+                                          [--cases 1 MB] [--segment-dir /tmp/kafkalog-bench-1g]
+                                          [--json OUT]
 
-Appends (wall time, no fsync: Kafka's default flush policy leaves flushing to the OS):
+Appends (no fsync: Kafka's default flush policy leaves flushing to the OS):
 
 - raw: ``os.write`` of the very bytes the log would write, to a new file, append after append;
+- raw + CRC: the same, after the CRC-32C of each batch (what any follower must compute at least:
+  the ceiling of the follower's ratio);
 - follower: ``Log.append_as_follower`` of batches whose offsets are set (each batch's CRC checked,
   the batch walk, index upkeep, producer state, roll checks), the replication path;
-- leader: ``Log.append_as_leader`` of client batches (Kafka's full validation: every record
-  checked, offsets and the leader epoch assigned, CRC recomputed; then the same append).
+- leader: ``Log.append_as_leader`` of client batches (Kafka's full validation: CRC, batch header
+  checks, every record walked for its timestamp and key, offsets and the leader epoch assigned in
+  place; then the same append).
 
 Records have a 16-byte key and a 100-byte value. A 1 KB append is one batch of 8 records. A 1 MB
 follower append is either 64 batches of 16 KB (a replica fetch of default-sized producer
 batches) or one batch of ~8,300 records; a 1 MB leader append is one client batch (the v2
 produce path takes one batch per partition). Each run appends ``--mb`` MB (1 KB appends: at most
-32 MB) to a new log in a temporary directory. Throughput is measured in CPU time of this process
+32 MB) to a new log in a temporary directory. The contenders of a case are run interleaved, one
+run each per repetition, in an order that alternates between repetitions, so that the load of a
+shared machine falls on all of them alike. Throughput is measured in CPU time of this process
 (time.process_time: user + system, so the kernel's copy into the page cache counts), which the
-other work on a shared machine barely disturbs; the wall-clock ratio is printed next to it.
+other work on a shared machine disturbs less than wall time; the wall-clock ratio is printed next
+to it. Ratios are medians of the per-repetition ratios.
 
 Lookups: a 1 GB segment of 1 KB batches (index.interval.bytes 4096, so an offset-index entry
 every ~4 KB) is built once under ``--segment-dir`` and reused. Random offsets are looked up
 with ``LogSegment.translate_offset`` (index, then a scan to the batch) and ``Log.read``; random
-record timestamps with ``Log.fetch_offset_by_timestamp``. The page cache is warm.
+record timestamps with ``Log.fetch_offset_by_timestamp``. The log is opened read-only (as a
+reader of a broker's disk does); the page cache is warm.
 
 Times are medians over ``--repeat`` runs (appends) or over all lookups (wall clock, with the 99th
 percentile, and CPU time). Results go to docs/benchmarks.md by hand.
@@ -31,6 +39,7 @@ percentile, and CPU time). Results go to docs/benchmarks.md by hand.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import platform
@@ -112,16 +121,31 @@ def new_log(directory: Path) -> Log:
     )
 
 
-def time_raw(directory: Path, appends: list[bytes]) -> tuple[float, float]:
-    """(wall, CPU) seconds to os.write every append to a new file."""
+def time_raw(directory: Path, appends: list[bytes], crc: bool = False) -> tuple[float, float]:
+    """(wall, CPU) seconds to os.write every append to a new file (``crc``: after the CRC-32C
+    of each of its batches)."""
     fd = os.open(directory / "raw.bin", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    spans = [_batch_spans(data) for data in appends] if crc else None
     try:
         wall, cpu = time.perf_counter(), time.process_time()
-        for data in appends:
+        for i, data in enumerate(appends):
+            if spans is not None:
+                view = memoryview(data)
+                for start, end in spans[i]:
+                    crc32c(view[start + 21 : end])
             os.write(fd, data)
         return time.perf_counter() - wall, time.process_time() - cpu
     finally:
         os.close(fd)
+
+
+def _batch_spans(data: bytes) -> list[tuple[int, int]]:
+    spans, pos = [], 0
+    while pos < len(data):
+        end = pos + 12 + struct.unpack_from(">i", data, pos + 8)[0]
+        spans.append((pos, end))
+        pos = end
+    return spans
 
 
 def time_log(directory: Path, appends: list[bytes], leader: bool) -> tuple[float, float]:
@@ -139,39 +163,50 @@ def time_log(directory: Path, appends: list[bytes], leader: bool) -> tuple[float
 
 def bench_appends(args, results: dict) -> None:
     print(f"appends: ~{args.mb} MB per run (1 KB appends: ~{min(args.mb, 32)} MB), medians of")
-    print(f"{args.repeat} runs; MB/s by CPU time (process_time), wall-clock ratio for comparison")
+    print(f"{args.repeat} interleaved repetitions; MB/s by CPU time (process_time)")
     print(
-        f"{'append':36} {'raw MB/s':>9} {'log MB/s':>9} {'ratio':>6} {'wall ratio':>10} "
-        f"{'us/append':>10}"
+        f"{'append':36} {'raw MB/s':>9} {'+CRC MB/s':>9} {'log MB/s':>9} {'ratio':>6} "
+        f"{'ceiling':>7} {'wall ratio':>10} {'us/append':>10}"
     )
     total = args.mb * MB
     for kind, label, size, batch_size in CASES:
+        name = f"{kind} {label}"
+        if args.cases and not any(c in name for c in args.cases):
+            continue
         make = follower_appends if kind == "follower" else leader_appends
         appends = make(total if size == MB else min(total, 32 * MB), size, batch_size)
         nbytes = sum(map(len, appends))
-        raws, logs = [], []
-        for _ in range(args.repeat):
-            with tempfile.TemporaryDirectory(dir=args.tmp) as tmp:
-                raws.append(time_raw(Path(tmp), appends))
-            with tempfile.TemporaryDirectory(dir=args.tmp) as tmp:
-                logs.append(time_log(Path(tmp), appends, kind == "leader"))
-        raw_wall, raw_cpu = (statistics.median(t[i] for t in raws) for i in (0, 1))
-        log_wall, log_cpu = (statistics.median(t[i] for t in logs) for i in (0, 1))
+        runs: dict[str, list[tuple[float, float]]] = {"raw": [], "crc": [], "log": []}
+        contenders = {
+            "raw": functools.partial(time_raw, appends=appends),
+            "crc": functools.partial(time_raw, appends=appends, crc=True),
+            "log": functools.partial(time_log, appends=appends, leader=kind == "leader"),
+        }
+        for rep in range(args.repeat):
+            order = list(contenders) if rep % 2 == 0 else list(contenders)[::-1]
+            for key in order:
+                with tempfile.TemporaryDirectory(dir=args.tmp) as tmp:
+                    runs[key].append(contenders[key](Path(tmp)))
+        med = {k: [statistics.median(t[i] for t in v) for i in (0, 1)] for k, v in runs.items()}
         row = {
             "appends": len(appends),
             "bytes": nbytes,
-            "raw_mb_s": nbytes / raw_cpu / MB,
-            "log_mb_s": nbytes / log_cpu / MB,
-            "ratio": raw_cpu / log_cpu,
-            "wall_ratio": raw_wall / log_wall,
-            "raw_wall_mb_s": nbytes / raw_wall / MB,
-            "log_wall_mb_s": nbytes / log_wall / MB,
-            "us_per_append": log_cpu / len(appends) * 1e6,
+            "raw_mb_s": nbytes / med["raw"][1] / MB,
+            "raw_crc_mb_s": nbytes / med["crc"][1] / MB,
+            "log_mb_s": nbytes / med["log"][1] / MB,
+            "ratio": statistics.median(r[1] / g[1] for r, g in zip(runs["raw"], runs["log"])),
+            "ratios": [r[1] / g[1] for r, g in zip(runs["raw"], runs["log"])],
+            "ceiling": statistics.median(r[1] / c[1] for r, c in zip(runs["raw"], runs["crc"])),
+            "wall_ratio": statistics.median(r[0] / g[0] for r, g in zip(runs["raw"], runs["log"])),
+            "raw_wall_mb_s": nbytes / med["raw"][0] / MB,
+            "log_wall_mb_s": nbytes / med["log"][0] / MB,
+            "us_per_append": med["log"][1] / len(appends) * 1e6,
         }
-        results[f"{kind} {label}"] = row
+        results[name] = row
         print(
-            f"{kind + ' ' + label:36} {row['raw_mb_s']:9.0f} {row['log_mb_s']:9.1f} "
-            f"{row['ratio']:6.0%} {row['wall_ratio']:10.0%} {row['us_per_append']:10.1f}",
+            f"{name:36} {row['raw_mb_s']:9.0f} {row['raw_crc_mb_s']:9.0f} {row['log_mb_s']:9.1f} "
+            f"{row['ratio']:6.0%} {row['ceiling']:7.0%} {row['wall_ratio']:10.0%} "
+            f"{row['us_per_append']:10.1f}",
             flush=True,
         )
 
@@ -257,6 +292,9 @@ def main() -> None:
     parser.add_argument("--lookups", type=int, default=5000)
     parser.add_argument("--segment-dir", default="/tmp/kafkalog-bench-1g")
     parser.add_argument("--tmp", default=None, help="where append runs write (default: $TMPDIR)")
+    parser.add_argument(
+        "--cases", nargs="*", default=[], help="only append cases whose name contains one of these"
+    )
     parser.add_argument("--skip-appends", action="store_true")
     parser.add_argument("--skip-lookups", action="store_true")
     parser.add_argument("--json", help="write raw results here")

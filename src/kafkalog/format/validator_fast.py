@@ -78,9 +78,10 @@ def validate_v2_in_place(
     if config.compacted and not columns.key_present.all():
         return None
     log_append = config.timestamp_type == TimestampType.LOG_APPEND_TIME
-    if not log_append and _out_of_bounds(timestamps, config, now_ms):
+    highest = int(timestamps.max()) if len(timestamps) else NO_TIMESTAMP
+    if not log_append and _out_of_bounds(timestamps, highest, config, now_ms):
         return None
-    batch_max = max(NO_TIMESTAMP, int(timestamps.max())) if len(timestamps) else NO_TIMESTAMP
+    batch_max = max(NO_TIMESTAMP, highest)
     last_offset = next_offset + h.count - 1
     out = _assign(view, last_offset, partition_leader_epoch, config.timestamp_type,
                   now_ms if log_append else batch_max)  # fmt: skip
@@ -116,15 +117,17 @@ def _client_header_ok(h) -> bool:
     )
 
 
-def _out_of_bounds(timestamps: np.ndarray, config: LogValidatorConfig, now_ms: int) -> bool:
+def _out_of_bounds(
+    timestamps: np.ndarray, highest: int, config: LogValidatorConfig, now_ms: int
+) -> bool:
     """Any record timestamp outside the topic's message.timestamp.before/after.max.ms, in Java
-    long arithmetic as Kafka's (-1, no timestamp, is not checked)."""
+    long arithmetic as Kafka's (-1, no timestamp, is not checked). ``highest``: the largest."""
     before, after = config.timestamp_before_max_ms, config.timestamp_after_max_ms
     if before >= LONG_MAX and after >= LONG_MAX:
         return False  # Kafka's defaults: no long difference exceeds them
     if not len(timestamps):
         return False
-    lowest, highest = int(timestamps.min()), int(timestamps.max())
+    lowest = int(timestamps.min())
     if lowest == NO_TIMESTAMP:
         stamped = timestamps[timestamps != NO_TIMESTAMP]
         if not len(stamped):

@@ -154,6 +154,7 @@ class Log:
         self._log_end_offset = 0
         self._unflushed = 0
         self._last_flush_ms = clock.milliseconds()
+        self._validator_config: tuple[LogConfig | None, LogValidatorConfig | None] = (None, None)
 
     @classmethod
     def open(
@@ -288,8 +289,10 @@ class Log:
         """Validate client ``records`` as a broker does, assign offsets, append."""
         self._check_writable()
         now = self.clock.milliseconds()
+        if self._validator_config[0] is not self.config:  # LogConfig objects never change
+            self._validator_config = (self.config, validator_config(self.config))
         result = validate_records(
-            records, validator_config(self.config), next_offset=self._log_end_offset,
+            records, self._validator_config[1], next_offset=self._log_end_offset,
             partition_leader_epoch=leader_epoch, now_ms=now, origin=origin,
             topic_partition=str(self.topic_partition or self.dir.name),
         )  # fmt: skip
