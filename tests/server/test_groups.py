@@ -38,9 +38,9 @@ class Harness:
             await asyncio.sleep(0)
 
     def join(self, member_id="", version=7, protocols=(("range", b"meta"),), client="c1",
-             session=10_000, rebalance=30_000, group="g"):  # fmt: skip
+             session=10_000, rebalance=30_000, group="g", instance=None):  # fmt: skip
         req = {"group_id": group, "session_timeout_ms": session, "rebalance_timeout_ms": rebalance,
-               "member_id": member_id, "group_instance_id": None, "protocol_type": "consumer",
+               "member_id": member_id, "group_instance_id": instance, "protocol_type": "consumer",
                "protocols": [{"name": n, "metadata": m} for n, m in protocols]}  # fmt: skip
         return asyncio.ensure_future(self.groups.join_group(ctx(JOIN, version, client), req))
 
@@ -378,5 +378,41 @@ def test_offsets_expire_after_retention_and_empty_groups_go_with_them(tmp_path):
         again = Harness(tmp_path, h.broker.clock)
         load_groups(again.offsets)
         assert again.groups.groups == {} and again.offsets.store.offsets == {}
+
+    asyncio.run(run())
+
+
+def test_a_restarted_static_member_takes_its_place_without_a_rebalance(tmp_path):
+    async def run():
+        h = Harness(tmp_path)
+        a = h.join(client="a", instance="host-a")
+        await h.tick(0)
+        b = h.join(client="b", instance="host-b")
+        for _ in range(2):
+            await h.tick(CONFIG.initial_rebalance_delay_ms)
+        ja, jb = await a, await b
+        assert ja["generation_id"] == jb["generation_id"] == 1
+        assert ja["member_id"].startswith("host-a-")
+        leader, other = (ja, jb) if ja["leader"] == ja["member_id"] else (jb, ja)
+        follower_sync = h.sync(other["member_id"], 1)
+        await h.sync(leader["member_id"], 1, [(ja["member_id"], b"A"), (jb["member_id"], b"B")])
+        await follower_sync
+        restarted = await h.join(client="b", instance="host-b")  # same instance, new process
+        assert restarted["error_code"] == 0 and restarted["generation_id"] == 1
+        assert restarted["member_id"] != jb["member_id"]
+        g = h.groups.groups["g"]
+        assert g.state.value == "Stable" and jb["member_id"] not in g.members
+        assert g.members[restarted["member_id"]].assignment == b"B"
+        assert await h.heartbeat(jb["member_id"], 1) == 25  # the old id is gone
+        req = {"group_id": "g", "generation_id": 1, "member_id": jb["member_id"],
+               "group_instance_id": "host-b"}  # fmt: skip
+        fenced = await h.groups.heartbeat(ctx(HEARTBEAT, 4), req)
+        assert fenced["error_code"] == 82  # FENCED_INSTANCE_ID
+        sync = await h.sync(restarted["member_id"], 1)
+        assert sync["assignment"] == b"B"
+        key, record = h.records()[-1]
+        stored = decode_consumer_offsets_value(key, record.value).data
+        assert {m["groupInstanceId"] for m in stored["members"]} == {"host-a", "host-b"}
+        assert restarted["member_id"] in {m["memberId"] for m in stored["members"]}
 
     asyncio.run(run())

@@ -168,6 +168,20 @@ class ClassicGroup:
         if self.leader_id == member_id:
             self.leader_id = next(iter(self.members), None)
 
+    def replace_static_member(self, old_id: str, new_id: str) -> GroupMember:
+        """A static member came back under a new member id: same place, same assignment."""
+        member = self.members.pop(old_id)
+        member.member_id = new_id
+        self.members[new_id] = member
+        if member.group_instance_id is not None:
+            self.static_members[member.group_instance_id] = new_id
+        if self.leader_id == old_id:
+            self.leader_id = new_id
+        if old_id in self.pending_sync_members:
+            self.pending_sync_members.discard(old_id)
+            self.pending_sync_members.add(new_id)
+        return member
+
     def update_member(
         self,
         member: GroupMember,

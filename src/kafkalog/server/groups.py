@@ -27,6 +27,7 @@ from .error_codes import COORDINATOR_NOT_AVAILABLE, NONE, UNKNOWN_SERVER_ERROR, 
 from .group_log import CoordinatorLog
 from .group_scheduler import Scheduler
 from .group_state import ClassicGroup, GroupMember, GroupState
+from .group_static import replace_static_member
 from .handlers import RequestContext
 
 __all__ = [
@@ -153,11 +154,8 @@ class GroupCoordinator:
         if join.instance_id is not None:
             existing = group.static_members.get(join.instance_id)
             if existing is not None:
-                # A static member restarted: it takes the place of its old member id.
-                old = group.members[existing]
-                group.complete_join(old, _error(UNKNOWN_MEMBER_ID, existing))
-                group.remove(existing)
-                self.scheduler.cancel(("heartbeat", group.group_id, existing))
+                await replace_static_member(self, group, join, existing, new_id)
+                return
             await self._add_member_then_rebalance(group, join, new_id)
         elif join.ctx.api_version >= 4:
             # Since JoinGroup v4 a member first learns its id, then joins with it (KIP-394).
