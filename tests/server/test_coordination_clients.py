@@ -9,6 +9,8 @@ tests spend their time on the protocol rather than on Kafka's production default
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import subprocess
 import sys
 import threading
@@ -298,6 +300,45 @@ def test_kafka_python_transactions_commit_and_abort(server):
     assert values == [b"yes-%d" % i for i in range(5)]
     assert consumer.end_offsets([tp])[tp] == 12  # 10 records and 2 markers
     consumer.close()
+
+
+def test_aiokafka_transaction_and_group_commit(server):
+    aiokafka = pytest.importorskip("aiokafka")
+    topic = "txn-aio"
+    create_topic(server.bootstrap, topic, 1)
+
+    async def run() -> tuple[list[bytes], int]:
+        producer = aiokafka.AIOKafkaProducer(bootstrap_servers=server.bootstrap,
+                                             transactional_id="tx-aio")  # fmt: skip
+        await producer.start()
+        async with producer.transaction():
+            for i in range(5):
+                await producer.send_and_wait(topic, b"kept-%d" % i, partition=0)
+        with contextlib.suppress(RuntimeError):
+            async with producer.transaction():
+                await producer.send_and_wait(topic, b"dropped", partition=0)
+                raise RuntimeError("abort this one")
+        await producer.stop()
+        consumer = aiokafka.AIOKafkaConsumer(
+            topic, bootstrap_servers=server.bootstrap, group_id="g-aio",
+            isolation_level="read_committed", auto_offset_reset="earliest",
+            enable_auto_commit=False,
+        )  # fmt: skip
+        await consumer.start()
+        try:
+            values: list[bytes] = []
+            deadline = time.monotonic() + 30
+            while len(values) < 5 and time.monotonic() < deadline:
+                for messages in (await consumer.getmany(timeout_ms=500)).values():
+                    values.extend(m.value for m in messages)
+            await consumer.commit()
+            return values, await consumer.committed(aiokafka.TopicPartition(topic, 0))
+        finally:
+            await consumer.stop()
+
+    values, committed = asyncio.run(run())
+    assert values == [b"kept-%d" % i for i in range(5)]
+    assert committed == 8  # 5 records, a COMMIT, the aborted record and its ABORT
 
 
 def test_state_survives_a_restart_and_the_directory_verifies(server, data_dir):
