@@ -316,3 +316,36 @@ def test_idle_transactional_ids_expire(tmp_path):
         assert set(h.tc.txns) == {"busy"}
 
     run(after_restart, tmp_path)
+
+
+def test_describe_and_list_transactions(tmp_path):
+    from kafkalog.server.txn_describe import describe_transactions, list_transactions
+
+    async def body(h):
+        r = await h.init(txn_id="open")
+        await h.add(r["producer_id"], r["producer_epoch"], [("t", 1), ("t", 0)], txn_id="open")
+        await h.init(txn_id="idle")
+        h.broker.clock.advance(5_000)
+        described = await describe_transactions(
+            h.tc, ctx(65, 0), {"transactional_ids": ["open", "nobody"]}
+        )
+        found, missing = described["transaction_states"]
+        assert (found["transaction_state"], found["producer_id"]) == ("Ongoing", r["producer_id"])
+        assert found["topics"] == [{"topic": "t", "partitions": [0, 1]}]
+        assert missing["error_code"] == 105  # TRANSACTIONAL_ID_NOT_FOUND
+        listed = await list_transactions(
+            h.tc, ctx(66, 1), {"state_filters": [], "duration_filter": -1}
+        )
+        states = {
+            t["transactional_id"]: t["transaction_state"] for t in listed["transaction_states"]
+        }
+        assert states == {"open": "Ongoing", "idle": "Empty"}
+        hanging = await list_transactions(
+            h.tc, ctx(66, 1), {"state_filters": ["Ongoing", "Bogus"], "duration_filter": 4_000}
+        )
+        assert [t["transactional_id"] for t in hanging["transaction_states"]] == ["open"]
+        assert hanging["unknown_state_filters"] == ["Bogus"]
+        young = await list_transactions(h.tc, ctx(66, 1), {"duration_filter": 60_000})
+        assert young["transaction_states"] == []
+
+    run(body, tmp_path)

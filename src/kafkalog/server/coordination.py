@@ -5,7 +5,8 @@ uses the partition count they already have, so a data directory from a real brok
 keys where that broker put them), replays both, finishes any transaction a crash left between
 its Prepare record and its markers, registers the handlers (8 OffsetCommit, 9 OffsetFetch,
 11 JoinGroup, 12 Heartbeat, 13 LeaveGroup, 14 SyncGroup, 15 DescribeGroups, 16 ListGroups,
-22 InitProducerId, 24 AddPartitionsToTxn, 25 AddOffsetsToTxn, 26 EndTxn, 28 TxnOffsetCommit)
+22 InitProducerId, 24 AddPartitionsToTxn, 25 AddOffsetsToTxn, 26 EndTxn, 28 TxnOffsetCommit,
+65 DescribeTransactions, 66 ListTransactions: served once the protocol module has their schemas)
 and starts one background task for the timeouts (sessions, rebalances, transactions).
 
 Settings come from the broker config's attributes ``offsets_topic_num_partitions`` and
@@ -31,6 +32,7 @@ from .group_offsets import GroupOffsets
 from .groups import GroupConfig, GroupCoordinator
 from .producer_ids import PRODUCER_IDS_FILE_NAME, ProducerIdManager, highest_producer_id_in_logs
 from .transactions import TransactionConfig, TransactionCoordinator
+from .txn_describe import describe_transactions, list_transactions
 from .txn_load import load_transactions
 
 __all__ = ["OFFSETS_TOPIC", "TRANSACTION_STATE_TOPIC", "Coordinators", "install"]
@@ -181,6 +183,8 @@ async def install(broker) -> Coordinators:
         (25, transactions.add_offsets_to_txn),
         (26, transactions.end_txn),
         (28, offsets.txn_offset_commit),
+        (65, lambda ctx, req: describe_transactions(transactions, ctx, req)),
+        (66, lambda ctx, req: list_transactions(transactions, ctx, req)),
     ):
         broker.register(api_key, handler)
     coordinators = Coordinators(groups, offsets, transactions)
