@@ -25,16 +25,18 @@ class WireClient:
         return self._read_exactly(size)
 
     def _read_exactly(self, n: int) -> bytes | None:
-        data = b""
-        while len(data) < n:
+        data = bytearray(n)
+        view = memoryview(data)
+        got = 0
+        while got < n:
             try:
-                chunk = self.sock.recv(n - len(data))
+                chunk = self.sock.recv_into(view[got:], n - got)
             except ConnectionResetError:
                 return None
             if not chunk:
                 return None
-            data += chunk
-        return data
+            got += chunk
+        return bytes(data)
 
     def call(self, api_key: int, version: int, body: dict) -> dict:
         self.correlation_id += 1
