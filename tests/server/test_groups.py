@@ -10,7 +10,12 @@ import pytest
 from kafkalog.format.internal import decode_consumer_offsets_key, decode_consumer_offsets_value
 from kafkalog.server.group_describe import describe_groups, list_groups
 from kafkalog.server.group_load import load_groups
-from kafkalog.server.group_log import CoordinatorLog, java_string_hash, partition_for
+from kafkalog.server.group_log import (
+    CoordinatorLoadError,
+    CoordinatorLog,
+    java_string_hash,
+    partition_for,
+)
 from kafkalog.server.group_offsets import GroupOffsets
 from kafkalog.server.groups import GroupConfig, GroupCoordinator
 
@@ -414,5 +419,27 @@ def test_a_restarted_static_member_takes_its_place_without_a_rebalance(tmp_path)
         stored = decode_consumer_offsets_value(key, record.value).data
         assert {m["groupInstanceId"] for m in stored["members"]} == {"host-a", "host-b"}
         assert restarted["member_id"] in {m["memberId"] for m in stored["members"]}
+
+    asyncio.run(run())
+
+
+def test_a_damaged_offsets_partition_stops_the_load_with_its_place(tmp_path):
+    async def run():
+        h = Harness(tmp_path)
+        for i in range(5):
+            await h.commit({("t", 0): i})
+        h.broker.log_manager.close()
+        partition = h.groups.log.partition_for("g")
+        segment = tmp_path / f"__consumer_offsets-{partition}" / "00000000000000000000.log"
+        data = bytearray(segment.read_bytes())
+        data[200] ^= 0xFF  # inside the second batch: a CRC mismatch, not a torn tail
+        segment.write_bytes(bytes(data))
+        again = Harness(tmp_path, h.broker.clock)
+        with pytest.raises(CoordinatorLoadError) as caught:
+            load_groups(again.offsets)
+        error = caught.value
+        assert f"__consumer_offsets-{partition}" in str(error) and "crc" in str(error).lower()
+        assert error.path == str(segment) and error.offset is not None
+        again.broker.log_manager.close()
 
     asyncio.run(run())

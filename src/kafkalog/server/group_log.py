@@ -17,12 +17,19 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
+from ..errors import KafkalogError
 from ..format.builder import MemoryRecordsBuilder
 from ..format.constants import ControlRecordType
 from ..format.control import decode_control_type
 from ..log.naming import TopicPartition
 
-__all__ = ["CoordinatorLog", "LoggedRecord", "java_string_hash", "partition_for"]
+__all__ = [
+    "CoordinatorLoadError",
+    "CoordinatorLog",
+    "LoggedRecord",
+    "java_string_hash",
+    "partition_for",
+]
 
 _INT32 = 1 << 32
 
@@ -40,6 +47,13 @@ def partition_for(key: str, partitions: int) -> int:
     """Kafka's ``Utils.abs(key.hashCode()) % partitions`` (abs(MIN_VALUE) is 0 there)."""
     h = java_string_hash(key)
     return (0 if h == -(1 << 31) else abs(h)) % partitions
+
+
+class CoordinatorLoadError(KafkalogError):
+    """An internal topic partition that cannot be read back: the coordinator's state would be
+    wrong without it, so the server does not start on it (as Kafka would not lead it)."""
+
+    code = 15  # COORDINATOR_NOT_AVAILABLE
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,10 +109,26 @@ class CoordinatorLog:
         return last
 
     def read(self, partition: int) -> Iterator[LoggedRecord]:
-        """Every record of one partition from its log start, markers included, in offset order."""
+        """Every record of one partition from its log start, markers included, in offset order.
+
+        Damage (a bad CRC, a torn record) raises :class:`CoordinatorLoadError` naming the
+        partition directory, the offset and the byte position.
+        """
         log = self.broker.log_manager.get_log(TopicPartition(self.topic, partition))
         if log is None:
             return
+        try:
+            yield from self._read(log)
+        except KafkalogError as e:
+            segment = log.segment_for(e.offset) if e.offset is not None else None
+            where = str(segment.log.path) if segment is not None else str(log.dir)
+            raise CoordinatorLoadError(
+                f"cannot load {self.topic}-{partition}: {e.message}; check the data directory "
+                f"with `kafkalog verify` and repair or remove the damaged segment",
+                path=e.path or where, offset=e.offset, position=e.position,
+            ) from e  # fmt: skip
+
+    def _read(self, log) -> Iterator[LoggedRecord]:
         for batch in log.batches(log.log_start_offset):
             if batch.last_offset < log.log_start_offset:
                 continue
