@@ -4,9 +4,8 @@ Kafka's per-record checks on an append (LogValidator.validateRecord) read a reco
 whether it has a key, and its offset; the batch's max timestamp is the largest record timestamp.
 Decoding records one Python object at a time costs microseconds each; the columnar kernels
 (compiled, or their pure twins) walk a batch's records into arrays instead, with the same framing
-rules as the record-at-a-time decoder. A batch is decoded into buffers kept per thread and reused,
-so the returned arrays are views that the next call on the same thread overwrites (unless the
-caller still holds the previous ones: then new buffers are made).
+rules as the record-at-a-time decoder. A batch is decoded into buffers kept per thread and reused
+(fresh large allocations page-fault), and the three columns asked for are copied out of them.
 
 The kernels decode keys and values too (they build Arrow columns); a validation-only kernel (the
 same walk, writing only offset deltas, timestamps and key presence) would do less work.
@@ -14,7 +13,6 @@ same walk, writing only offset deltas, timestamps and key presence) would do les
 
 from __future__ import annotations
 
-import sys
 import threading
 from typing import NamedTuple
 
@@ -28,6 +26,7 @@ __all__ = ["RecordColumns", "v2_record_columns"]
 
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 _local = threading.local()
+_KEEP_BYTES = 16 << 20
 
 
 class RecordColumns(NamedTuple):
@@ -39,30 +38,20 @@ class RecordColumns(NamedTuple):
     key_present: np.ndarray
 
 
-_HANDED_OUT = (A.OFFSET, A.TIMESTAMP, A.KEY_VALID)  # the arrays callers get views of
-
-
 def _buffers(size: int, count: int) -> _Buffers:
-    """This thread's buffers, or new ones while a caller still holds views of the old."""
+    """This thread's buffers, emptied (no view of them ever leaves this module); replaced when
+    an exceptionally large batch left them much larger than needed."""
     b = getattr(_local, "buffers", None)
-    if b is None or [sys.getrefcount(b.arrays[s]) for s in _HANDED_OUT] != _local.baseline:
+    if b is None or len(b.arrays[A.VALUE_DATA]) > max(_KEEP_BYTES, 4 * size):
         b = _local.buffers = _Buffers(kernels, max(64, count), max(1024, size), 64)
-        _local.baseline = [sys.getrefcount(b.arrays[s]) for s in _HANDED_OUT]
     b.reset()
     return b
-
-
-def _hand_out(b: _Buffers, n: int) -> RecordColumns:
-    _local.baseline = [sys.getrefcount(b.arrays[s]) for s in _HANDED_OUT]
-    a = b.arrays
-    return RecordColumns(a[A.OFFSET][:n], a[A.TIMESTAMP][:n], a[A.KEY_VALID][:n])
 
 
 def v2_record_columns(view: memoryview, count: int) -> RecordColumns | None:
     """The records of ``view``, one complete magic 2 batch whose records are not compressed
     (``count`` is its header's), or None when the kernel finds them malformed: the caller's
-    record-at-a-time path then raises the precise error. The arrays are views into this
-    thread's buffers, valid until its next call."""
+    record-at-a-time path then raises the precise error."""
     b = _buffers(len(view), count)
     pos, end = 0, len(view)
     while True:
@@ -82,4 +71,7 @@ def v2_record_columns(view: memoryview, count: int) -> RecordColumns | None:
         break
     if b.rows() != count:
         return None
-    return _hand_out(b, count)
+    a = b.arrays
+    return RecordColumns(
+        a[A.OFFSET][:count].copy(), a[A.TIMESTAMP][:count].copy(), a[A.KEY_VALID][:count].copy()
+    )

@@ -16,7 +16,13 @@ from dataclasses import dataclass
 
 from ..errors import CorruptRecordError, KafkalogError
 from ..format import DEFAULT_MAX_DECOMPRESSED_SIZE, Batch, RecordBatch, iter_batches
-from ..format.constants import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, NO_TIMESTAMP
+from ..format.constants import (
+    HEADER_SIZE_UP_TO_MAGIC,
+    LOG_OVERHEAD,
+    MAGIC_VALUE_V2,
+    NO_TIMESTAMP,
+    RECORD_BATCH_OVERHEAD,
+)
 from ..format.validator_records import v2_record_columns
 
 __all__ = ["FileRecords", "LogOffsetPosition", "TimestampAndOffset"]
@@ -27,6 +33,9 @@ DEFAULT_READ_CHUNK = 8 << 20
 # while a long scan soon reads in full chunks.
 FIRST_READ = 16 << 10
 _ENTRY_HEADER = struct.Struct(">qi")
+_I32 = struct.Struct(">i")
+_I64 = struct.Struct(">q")
+_SMALL_BATCH = 32
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,7 +176,10 @@ class FileRecords:
         self, target_offset: int, starting_position: int
     ) -> LogOffsetPosition | None:
         """The first batch at or after ``starting_position`` whose last offset >= target."""
-        for batch in self.batches(starting_position):
+        start, batch = self._skip_v2_below(starting_position, target_offset, timestamps=False)
+        if batch is not None:
+            return LogOffsetPosition(batch.last_offset, start, batch.size_in_bytes)
+        for batch in self.batches(start):
             last = batch.last_offset
             if last >= target_offset:
                 return LogOffsetPosition(last, batch.position, batch.size_in_bytes)
@@ -177,12 +189,47 @@ class FileRecords:
         self, target_timestamp: int, starting_position: int, starting_offset: int
     ) -> TimestampAndOffset | None:
         """The first record with timestamp >= target and offset >= ``starting_offset``."""
-        for batch in self.batches(starting_position):
+        start, batch = self._skip_v2_below(starting_position, target_timestamp, timestamps=True)
+        if batch is not None:
+            found = _first_record_from(batch, target_timestamp, starting_offset)
+            if found is not None:
+                return found
+            start += batch.size_in_bytes
+        for batch in self.batches(start):
             if batch.max_timestamp >= target_timestamp:
                 found = _first_record_from(batch, target_timestamp, starting_offset)
                 if found is not None:
                     return found
         return None
+
+    def _skip_v2_below(
+        self, position: int, target: int, *, timestamps: bool
+    ) -> tuple[int, RecordBatch | None]:
+        """Where a search for ``target`` must go on reading batches, past the whole magic 2
+        batches of a first read whose last offset (or max timestamp) is below it; and the batch
+        there when it is one of those batches and reaches the target.
+
+        Lookups start at an index entry, a few batches before their target; reading those
+        batches' headers in place is cheaper than a view per batch. Anything else (another
+        magic, a bad size, a batch past the read) ends the skip: the caller's walk from there
+        handles it and raises for what is corrupt."""
+        chunk = os.pread(self._fd, max(0, min(FIRST_READ, self.end - position)), position)
+        i, n = 0, len(chunk)
+        while n - i >= RECORD_BATCH_OVERHEAD:
+            size = LOG_OVERHEAD + _I32.unpack_from(chunk, i + 8)[0]
+            if chunk[i + 16] != MAGIC_VALUE_V2 or size < RECORD_BATCH_OVERHEAD or size > n - i:
+                break
+            if timestamps:
+                key = _I64.unpack_from(chunk, i + 35)[0]  # maxTimestamp
+            else:  # baseOffset + lastOffsetDelta
+                key = _I64.unpack_from(chunk, i)[0] + _I32.unpack_from(chunk, i + 23)[0]
+            if key >= target:
+                view = memoryview(chunk)[i : i + size]
+                return position + i, RecordBatch(
+                    view, position + i, max_decompressed_size=self._max
+                )
+            i += size
+        return position + i, None
 
     def largest_timestamp_after(self, starting_position: int) -> TimestampAndOffset:
         """The largest timestamp (and the offset it first appears at) from a position on."""
@@ -285,6 +332,10 @@ def _first_record_from(batch: Batch, timestamp: int, offset: int) -> TimestampAn
         columns = v2_record_columns(batch.buffer, batch.count)
         if columns is not None:
             stamps, offsets = columns.timestamps, columns.offsets
+            if len(stamps) <= _SMALL_BATCH:  # array operations cost more than a loop here
+                pairs = zip(stamps.tolist(), offsets.tolist())
+                found = next(((t, o) for t, o in pairs if t >= timestamp and o >= offset), None)
+                return None if found is None else TimestampAndOffset(*found, _leader_epoch(batch))
             wanted = stamps >= timestamp
             wanted &= offsets >= offset
             i = int(wanted.argmax())  # the first True, if any
