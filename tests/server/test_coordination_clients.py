@@ -102,16 +102,18 @@ def log_batches(data_dir: Path, topic: str, partition: int):
     return out
 
 
-def test_librdkafka_group_of_two_rebalances_and_commits(server):
-    topic, group = "grp-ck", "g-ck"
+@pytest.mark.parametrize("assignor", ["range", "cooperative-sticky"])
+def test_librdkafka_group_of_two_rebalances_and_commits(server, assignor):
+    topic, group = f"grp-ck-{assignor}", "g-ck" if assignor == "range" else f"g-ck-{assignor}"
     create_topic(server.bootstrap, topic, 4)
     produced = produce(server.bootstrap, topic, 4, 30)
-    first = ck_consumer(server.bootstrap, group)
+    strategy = {"partition.assignment.strategy": assignor}
+    first = ck_consumer(server.bootstrap, group, **strategy)
     first.subscribe([topic])
     seen = [m.value() for m in poll_all([first], 30, lambda got: len(got) >= 30)]
     assert len(first.assignment()) == 4
     first.commit(asynchronous=False)
-    second = ck_consumer(server.bootstrap, group)
+    second = ck_consumer(server.bootstrap, group, **strategy)
     second.subscribe([topic])
 
     def balanced(got) -> bool:
@@ -348,7 +350,7 @@ def test_state_survives_a_restart_and_the_directory_verifies(server, data_dir):
     assert report.errors == [], [str(f) for f in report.errors]
     with BackgroundServer(server_config(data_dir)) as again:
         consumer = ck_consumer(again.bootstrap, "g-ck")
-        committed = consumer.committed([CkTopicPartition("grp-ck", p) for p in range(4)], 10)
+        committed = consumer.committed([CkTopicPartition("grp-ck-range", p) for p in range(4)], 10)
         assert [tp.offset for tp in committed] == [30, 30, 30, 30]
         consumer.close()
         producer = ck.Producer({"bootstrap.servers": again.bootstrap,
