@@ -26,8 +26,10 @@ kafka = pytest.importorskip("kafka")
 from kafka.record import MemoryRecordsBuilder as KpBuilder  # noqa: E402
 
 
-def kp_batch(values: list[bytes], codec: int = 0) -> bytes:
+def kp_batch(values: list[bytes], codec: int = 0, producer: tuple | None = None) -> bytes:
     builder = KpBuilder(magic=2, compression_type=codec, batch_size=1 << 20)
+    if producer is not None:
+        builder.set_producer_state(*producer, False)  # (producer id, epoch, base sequence)
     for i, value in enumerate(values):
         builder.append(timestamp=1_700_000_000_000 + i, key=None, value=value, headers=[])
     builder.close()
@@ -238,3 +240,18 @@ def test_corrupt_records_get_an_error_code_not_a_crash(server, healthy):
         broken[rng.randrange(21, len(broken))] ^= 0xFF  # past the CRC field: the CRC catches it
         assert produce(healthy, "corrupt", bytes(broken))["error_code"] in (2, 87)
     assert produce(healthy, "corrupt", bytes(batch))["error_code"] == 0
+
+
+def test_idempotent_sequences_are_checked_and_retries_answered_with_the_first_offsets(healthy):
+    ensure_topic(healthy, "sequenced")
+    init = healthy.call(ApiKey.INIT_PRODUCER_ID, 4, {"transaction_timeout_ms": 60000})
+    assert init["error_code"] == 0 and init["producer_id"] >= 0
+    pid, epoch = init["producer_id"], init["producer_epoch"]
+    first = produce(healthy, "sequenced", kp_batch([b"a", b"b"], producer=(pid, epoch, 0)))
+    assert (first["error_code"], first["base_offset"]) == (0, 0)
+    retry = produce(healthy, "sequenced", kp_batch([b"a", b"b"], producer=(pid, epoch, 0)))
+    assert (retry["error_code"], retry["base_offset"]) == (0, 0)  # a duplicate, not appended
+    gap = produce(healthy, "sequenced", kp_batch([b"c"], producer=(pid, epoch, 5)))
+    assert gap["error_code"] == 45  # OUT_OF_ORDER_SEQUENCE_NUMBER
+    nxt = produce(healthy, "sequenced", kp_batch([b"c"], producer=(pid, epoch, 2)))
+    assert (nxt["error_code"], nxt["base_offset"]) == (0, 2)

@@ -73,11 +73,16 @@ def handlers(broker: Broker) -> dict[int, Handler]:
                 entry, appended = _append_one(broker, topic, part)
                 parts.append(entry)
                 if appended:
-                    written.append((topic, part["index"]))
+                    written.append((topic, part["index"], entry))
             responses.append({"name": topic, "partition_responses": parts})
         if acks == -1:
-            for topic, index in written:
-                await broker.flush(topic, index)
+            for topic, index, entry in written:
+                try:
+                    await broker.flush(topic, index)
+                except OSError as e:  # appended but not durable: the client must not count on it
+                    log.error("fsync of %s-%d failed: %s", topic, index, e)
+                    entry["error_code"] = ec.KAFKA_STORAGE_ERROR
+                    entry["error_message"] = f"fsync failed: {e}"
         if acks == 0:
             return None
         return {"responses": responses}
