@@ -71,7 +71,7 @@ def validate_v2_in_place(
         return None  # compressed, or typed LogAppendTime by the client: the general path
     if origin == AppendOrigin.CLIENT and not _client_header_ok(h):
         return None
-    columns = v2_record_columns(view, h.count)
+    columns = v2_record_columns(view, h.count, copy=False)  # used up before returning
     if columns is None:
         return None
     timestamps = columns.timestamps

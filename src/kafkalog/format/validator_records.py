@@ -5,7 +5,7 @@ whether it has a key, and its offset; the batch's max timestamp is the largest r
 Decoding records one Python object at a time costs microseconds each; the columnar kernels
 (compiled, or their pure twins) walk a batch's records into arrays instead, with the same framing
 rules as the record-at-a-time decoder. A batch is decoded into buffers kept per thread and reused
-(fresh large allocations page-fault), and the three columns asked for are copied out of them.
+(fresh large allocations page-fault); the columns are copied out of them unless asked not to.
 
 The kernels decode keys and values too (they build Arrow columns); a validation-only kernel (the
 same walk, writing only offset deltas, timestamps and key presence) would do less work.
@@ -39,8 +39,8 @@ class RecordColumns(NamedTuple):
 
 
 def _buffers(size: int, count: int) -> _Buffers:
-    """This thread's buffers, emptied (no view of them ever leaves this module); replaced when
-    an exceptionally large batch left them much larger than needed."""
+    """This thread's buffers, emptied; replaced when an exceptionally large batch left them
+    much larger than needed."""
     b = getattr(_local, "buffers", None)
     if b is None or len(b.arrays[A.VALUE_DATA]) > max(_KEEP_BYTES, 4 * size):
         b = _local.buffers = _Buffers(kernels, max(64, count), max(1024, size), 64)
@@ -48,10 +48,11 @@ def _buffers(size: int, count: int) -> _Buffers:
     return b
 
 
-def v2_record_columns(view: memoryview, count: int) -> RecordColumns | None:
+def v2_record_columns(view: memoryview, count: int, *, copy: bool = True) -> RecordColumns | None:
     """The records of ``view``, one complete magic 2 batch whose records are not compressed
     (``count`` is its header's), or None when the kernel finds them malformed: the caller's
-    record-at-a-time path then raises the precise error."""
+    record-at-a-time path then raises the precise error. ``copy=False`` returns views of this
+    thread's buffers instead, which its next call overwrites (for a caller done before then)."""
     b = _buffers(len(view), count)
     pos, end = 0, len(view)
     while True:
@@ -72,6 +73,5 @@ def v2_record_columns(view: memoryview, count: int) -> RecordColumns | None:
     if b.rows() != count:
         return None
     a = b.arrays
-    return RecordColumns(
-        a[A.OFFSET][:count].copy(), a[A.TIMESTAMP][:count].copy(), a[A.KEY_VALID][:count].copy()
-    )
+    columns = RecordColumns(a[A.OFFSET][:count], a[A.TIMESTAMP][:count], a[A.KEY_VALID][:count])
+    return RecordColumns(*(c.copy() for c in columns)) if copy else columns
