@@ -14,6 +14,7 @@ import argparse
 import sys
 import time
 
+from ..errors import KafkalogError
 from .operate import (
     EXIT_OK,
     EXIT_PROBLEMS,
@@ -21,6 +22,7 @@ from .operate import (
     add_target_arguments,
     cleanup_policy,
     guarded,
+    index_problem,
     open_logs,
     resolve_target,
     write_json,
@@ -89,11 +91,30 @@ def _run(args: argparse.Namespace) -> int:
                 status = EXIT_PROBLEMS
                 continue
             log = entry.log
+            problem = index_problem(log) if log.config.compact else None
             if not log.config.compact:
                 skipped.append((entry.directory, cleanup_policy(log.config)))
+            elif problem is not None:
+                print(f"kafkalog compact: {entry.directory.name}: {problem}", file=sys.stderr)
+                status = EXIT_PROBLEMS
             else:
-                result = clean(log, now_ms=now, force=args.force, dry_run=not args.apply)
-                results.append((entry.directory, result))
+                try:
+                    result = clean(log, now_ms=now, force=args.force, dry_run=not args.apply)
+                except KafkalogError as e:  # this partition's data: the others go on
+                    print(f"kafkalog compact: {entry.directory.name}: {e}", file=sys.stderr)
+                    status = EXIT_PROBLEMS
+                except OSError as e:
+                    if args.apply:
+                        raise
+                    print(
+                        f"kafkalog compact: {entry.directory.name}: reading failed "
+                        f"({e.strerror or e}): an index entry that points outside its log? "
+                        f"kafkalog verify locates it, rebuild-index repairs it",
+                        file=sys.stderr,
+                    )
+                    status = EXIT_PROBLEMS
+                else:
+                    results.append((entry.directory, result))
             progress.advance(log.size_in_bytes())
     if not target.is_data_dir and skipped:
         directory, policy = skipped[0]

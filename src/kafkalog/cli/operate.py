@@ -40,6 +40,7 @@ __all__ = [
     "cleanup_policy",
     "format_time",
     "guarded",
+    "index_problem",
     "open_logs",
     "plural",
     "resolve_target",
@@ -146,11 +147,9 @@ def guarded(command: str, run: Callable[[], int]) -> int:
     except KafkalogError as e:
         print(f"{prefix}: {e}", file=sys.stderr)
         return EXIT_PROBLEMS
-    except (FileNotFoundError, PermissionError) as e:
-        print(f"{prefix}: {e.filename or ''}: {e.strerror or e}", file=sys.stderr)
-        return EXIT_IO
     except OSError as e:
-        print(f"{prefix}: {e.filename or ''}: {e.strerror or e}", file=sys.stderr)
+        where = f"{e.filename}: " if e.filename else ""
+        print(f"{prefix}: {where}{e.strerror or e}", file=sys.stderr)
         return EXIT_IO
 
 
@@ -237,10 +236,10 @@ def open_logs(
                         recovery_point=0 if full_recovery else recovery_point,
                         had_clean_shutdown=clean and not full_recovery,
                     )
-                except (KafkalogError, ValueError) as e:
+                except (KafkalogError, ValueError, OSError) as e:
                     if writable:
                         raise
-                    opened.append(PartitionLog(directory, None, str(e)))
+                    opened.append(PartitionLog(directory, None, _describe(e)))
                     continue
                 opened.append(PartitionLog(directory, log))
             yield opened
@@ -250,6 +249,27 @@ def open_logs(
                     entry.log.close()
             if writable:
                 _update_checkpoints(target, [e.log for e in opened if e.log is not None])
+
+
+def _describe(e: Exception) -> str:
+    if isinstance(e, OSError) and not isinstance(e, KafkalogError):
+        return f"{e.filename or 'reading'}: {e.strerror or e}"
+    return str(e)
+
+
+def index_problem(log) -> str | None:
+    """Why ``log``'s indexes cannot be trusted for lookups (Kafka rebuilds such an index when it
+    opens the log; a read-only open does not), or None."""
+    from ..errors import CorruptIndexError
+
+    for segment in log.segments:
+        try:
+            for index in (segment.offset_index, segment.time_index):
+                if index is not None:
+                    index.sanity_check()
+        except CorruptIndexError as e:
+            return f"{e} (kafkalog rebuild-index or recover repairs it)"
+    return None
 
 
 @contextlib.contextmanager

@@ -12,6 +12,7 @@ import argparse
 import sys
 import time
 
+from ..errors import KafkalogError
 from .operate import (
     EXIT_OK,
     EXIT_PROBLEMS,
@@ -19,6 +20,7 @@ from .operate import (
     cleanup_policy,
     format_time,
     guarded,
+    index_problem,
     open_logs,
     plural,
     relative,
@@ -85,9 +87,19 @@ def _run(args: argparse.Namespace) -> int:
                 status = EXIT_PROBLEMS
                 continue
             log = entry.log
-            plan = plan_retention(log, now_ms=now)
-            if args.apply and plan.deletions:
-                log.delete_old_segments()
+            problem = index_problem(log)
+            if problem is not None:
+                print(f"kafkalog retention: {entry.directory.name}: {problem}", file=sys.stderr)
+                status = EXIT_PROBLEMS
+                continue
+            try:
+                plan = plan_retention(log, now_ms=now)
+                if args.apply and plan.deletions:
+                    log.delete_old_segments()
+            except KafkalogError as e:  # this partition's data: the others go on
+                print(f"kafkalog retention: {entry.directory.name}: {e}", file=sys.stderr)
+                status = EXIT_PROBLEMS
+                continue
             results.append((entry.directory, log.config, plan))
             progress.advance(log.size_in_bytes())
     _report(target, results, args)

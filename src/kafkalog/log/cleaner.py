@@ -230,6 +230,8 @@ class _Cleaner:
         stats, offset_map = self.stats, self.map
         max_desired = offset_map.max_desired_size
         position = segment.offset_index.lookup(start).position if segment.offset_index else 0
+        if not 0 <= position <= segment.size():
+            position = 0  # an index that is not the log's (a read-only open does not check it)
         for batch in segment.log.batches(position):
             stats.map_bytes_read += batch.size_in_bytes
             if batch.is_control:
@@ -282,10 +284,12 @@ class _Cleaner:
         dest = None if self.dry_run else _create_cleaned_segment(log, group[0].base_offset)
         dest_size = 0
         try:
-            for i, segment in enumerate(group):
-                upper = (
-                    group[i + 1].base_offset if i + 1 < len(group) else segment.read_next_offset()
-                )
+            for segment in group:
+                # Kafka's upper bound: the next segment's base (the last cleaned segment is never
+                # the active one), read from the log only when there is none.
+                following = [s.base_offset for s in log.segments
+                             if s.base_offset > segment.base_offset]  # fmt: skip
+                upper = min(following) if following else segment.read_next_offset()
                 txn.add_aborted_transactions(
                     self.collect_aborted_transactions(segment.base_offset, upper)
                 )
