@@ -349,3 +349,16 @@ def test_describe_and_list_transactions(tmp_path):
         assert young["transaction_states"] == []
 
     run(body, tmp_path)
+
+
+def test_no_zombie_marker_where_a_newer_epoch_already_wrote(tmp_path):
+    async def body(h):
+        r = await h.init()
+        pid, epoch = r["producer_id"], r["producer_epoch"]
+        await h.add(pid, epoch, [("t", 0), ("t", 1)])
+        await h.produce(pid, epoch + 3, 0, [b"from a newer epoch"], partition=1)
+        assert await h.end(pid, epoch, False) == 0
+        assert h.markers("t", 0) == [("ABORT", pid, epoch)]
+        assert h.markers("t", 1) == []  # the log refuses an older epoch's marker
+
+    run(body, tmp_path)

@@ -24,6 +24,10 @@ from ..errors import KafkalogError
 from ..format.builder import build_end_txn_marker_batch
 from ..format.constants import ControlRecordType
 from ..log.naming import TopicPartition
+from ..log.producer_append_info import (
+    InvalidProducerEpochError,
+    TransactionCoordinatorFencedError,
+)
 from .error_codes import INVALID_REQUEST, NONE, UNKNOWN_TOPIC_OR_PARTITION, code_of
 from .group_log import CoordinatorLog
 from .handlers import RequestContext
@@ -256,7 +260,14 @@ class TransactionCoordinator:
                 kind, producer_id=txn.producer_id, producer_epoch=txn.producer_epoch,
                 coordinator_epoch=coordinator_epoch, timestamp=self.now(),
             )  # fmt: skip
-            await self.broker.append_records(topic, partition, batch, origin="coordinator")
+            try:
+                await self.broker.append_records(topic, partition, batch, origin="coordinator")
+            except (InvalidProducerEpochError, TransactionCoordinatorFencedError) as e:
+                # The partition already saw a newer epoch of this producer or a newer
+                # coordinator: this transaction was settled there; a marker would be a zombie's.
+                _log.warning("transaction %s: no marker for %s-%d: %s",
+                             txn.transactional_id, topic, partition, e)  # fmt: skip
+                continue
             await self.broker.flush(topic, partition)
             if topic == OFFSETS_TOPIC and self.on_offsets_marker is not None:
                 await self.on_offsets_marker(txn.producer_id, partition, commit)
