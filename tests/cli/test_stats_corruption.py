@@ -61,9 +61,11 @@ def test_no_command_crashes_on_damage(data_dir: Path, tmp_path: Path, file_index
     else:
         data += bytes([value]) * at
     target.write_bytes(data)
-    for command in COMMANDS:
+    for command in [*COMMANDS, ["rebuild-index", "t-0"]]:
+        args = [command[0], str(root / command[1])] if command[0] == "rebuild-index" else [
+            *command, str(root)]  # fmt: skip
         out, err = io.StringIO(), io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            status = main([*command, str(root)])
+            status = main(args)
         assert status in (0, 1), (command, target.name, how, err.getvalue())
         assert out.getvalue(), command
