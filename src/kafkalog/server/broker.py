@@ -18,6 +18,7 @@ import asyncio
 import importlib
 import inspect
 import logging
+import uuid
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -67,6 +68,9 @@ class Broker:
         self.handlers: dict[int, Handler] = {}
         self._shutdown_hooks: list[Callable] = []
         self._data_waiters: set[asyncio.Future] = set()
+        self._topic_ids: dict[str, uuid.UUID] = {}
+        self._topics_by_id: dict[uuid.UUID, str] = {}
+        self._topic_ids_key: tuple | None = None
         meta_path = self.log_manager.data_dirs[0] / META_PROPERTIES_FILE_NAME
         self.cluster_id = (
             read_meta_properties(meta_path).cluster_id if meta_path.exists() else None
@@ -96,6 +100,29 @@ class Broker:
         found = self.log_manager.get_log(TopicPartition(topic, partition))
         if found is not None:
             found.flush()
+
+    # -- topic ids ---------------------------------------------------------------------------------
+    def topic_ids(self) -> dict[str, uuid.UUID]:
+        """Every topic's id, cached: Fetch v13+ resolves ids on every request, and the log layer
+        reads them from ``partition.metadata`` files. Refreshed whenever the topic set changes."""
+        topics = self.log_manager.topics()
+        key = tuple((t, len(p)) for t, p in topics.items())
+        if key != self._topic_ids_key:
+            ids = {t: self.log_manager.topic_id(t) for t in topics}
+            self._topic_ids = {t: i for t, i in ids.items() if i is not None}
+            self._topics_by_id = {i: t for t, i in self._topic_ids.items()}
+            self._topic_ids_key = key
+        return self._topic_ids
+
+    def topic_id(self, topic: str) -> uuid.UUID | None:
+        return self.topic_ids().get(topic)
+
+    def topic_by_id(self, topic_id: uuid.UUID) -> str | None:
+        self.topic_ids()
+        return self._topics_by_id.get(topic_id)
+
+    def topics_changed(self) -> None:
+        self._topic_ids_key = None
 
     # -- appends and reads -------------------------------------------------------------------------
     def get_log(self, topic: str, partition: int) -> Log | None:

@@ -97,15 +97,12 @@ def _read_partition(
 
 def _read_all(broker: Broker, request: dict, version: int, isolation: str) -> tuple[list, int]:
     budget = _Budget(request["max_bytes"])
-    by_id = None
     responses = []
     for topic_req in request["topics"]:
         topic = topic_req["topic"]
         out = {"topic": topic, "topic_id": topic_req["topic_id"]}
         if version >= _TOPIC_IDS_FROM:
-            if by_id is None:
-                by_id = {broker.log_manager.topic_id(t): t for t in broker.log_manager.topics()}
-            topic = by_id.get(topic_req["topic_id"])
+            topic = broker.topic_by_id(topic_req["topic_id"])
             if topic is None:
                 out["partitions"] = [
                     {"partition_index": p["partition"], "error_code": ec.UNKNOWN_TOPIC_ID,

@@ -52,7 +52,7 @@ def _topic_entry(broker: Broker, topic: str, error_code: int = ec.NONE) -> dict:
     return {
         "error_code": error_code,
         "name": topic,
-        "topic_id": broker.log_manager.topic_id(topic) or ZERO_UUID,
+        "topic_id": broker.topic_id(topic) or ZERO_UUID,
         "is_internal": topic in INTERNAL_TOPICS,
         "partitions": _partition_entries(broker, topic) if error_code == ec.NONE else [],
     }
@@ -81,12 +81,11 @@ def handlers(broker: Broker) -> dict[int, Handler]:
         if wanted is None or (ctx.api_version == 0 and not wanted):
             topics = [_topic_entry(broker, t) for t in known]
         else:
-            by_id = {broker.log_manager.topic_id(t): t for t in known}
             topics = []
             for entry in wanted:
                 name = entry["name"]
                 if name is None:
-                    name = by_id.get(entry["topic_id"])
+                    name = broker.topic_by_id(entry["topic_id"])
                     if name is None:
                         topics.append(
                             {"error_code": ec.UNKNOWN_TOPIC_ID, "topic_id": entry["topic_id"]}

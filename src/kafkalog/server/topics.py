@@ -61,7 +61,7 @@ def _create_one(broker: Broker, topic: dict, validate_only: bool) -> dict:
     return {
         **out,
         "error_code": ec.NONE,
-        "topic_id": broker.log_manager.topic_id(name) or ZERO_UUID,
+        "topic_id": broker.topic_id(name) or ZERO_UUID,
         "num_partitions": partitions,
         "replication_factor": 1,
         "configs": describe_topic_configs(broker, name, configs=LogConfig(configs)),
@@ -79,21 +79,21 @@ def handlers(broker: Broker) -> dict[int, Handler]:
             wanted = [(t["name"], t["topic_id"]) for t in request["topics"]]
         else:
             wanted = [(name, ZERO_UUID) for name in request["topic_names"]]
-        by_id = {broker.log_manager.topic_id(t): t for t in broker.log_manager.topics()}
         responses = []
         for name, topic_id in wanted:
             if name is None:
-                name = by_id.get(topic_id)
+                name = broker.topic_by_id(topic_id)
                 if name is None:
                     responses.append({"topic_id": topic_id, "error_code": ec.UNKNOWN_TOPIC_ID})
                     continue
-            entry = {"name": name, "topic_id": broker.log_manager.topic_id(name) or ZERO_UUID}
+            entry = {"name": name, "topic_id": broker.topic_id(name) or ZERO_UUID}
             if name in INTERNAL_TOPICS:
                 responses.append({**entry, "error_code": ec.INVALID_TOPIC_EXCEPTION})
             elif name not in broker.log_manager.topics():
                 responses.append({**entry, "error_code": ec.UNKNOWN_TOPIC_OR_PARTITION})
             else:
                 delete_topic(broker.log_manager, name)
+                broker.topics_changed()
                 log.info("deleted topic %s", name)
                 responses.append({**entry, "error_code": ec.NONE})
         return {"responses": responses}
