@@ -255,3 +255,33 @@ def test_idempotent_sequences_are_checked_and_retries_answered_with_the_first_of
     assert gap["error_code"] == 45  # OUT_OF_ORDER_SEQUENCE_NUMBER
     nxt = produce(healthy, "sequenced", kp_batch([b"c"], producer=(pid, epoch, 2)))
     assert (nxt["error_code"], nxt["base_offset"]) == (0, 2)
+
+
+def test_acks_0_gets_no_answer_and_the_connection_goes_on(server):
+    client = WireClient("127.0.0.1", server.broker.port)
+    ensure_topic(client, "fire-and-forget")
+    body = {"acks": 0, "timeout_ms": 1000, "topic_data": [{"name": "fire-and-forget",
+            "partition_data": [{"index": 0, "records": kp_batch([b"x", b"y"])}]}]}  # fmt: skip
+    client.send_raw(encode_request(ApiKey.PRODUCE, 9, 77, "w", body))
+    # The next answer on this connection is the next request's, not the produce's.
+    answer = client.call(ApiKey.LIST_OFFSETS, 7, {"topics": [
+        {"name": "fire-and-forget", "partitions": [{"timestamp": -1}]}]})  # fmt: skip
+    assert answer["topics"][0]["partitions"][0]["offset"] == 2
+    client.close()
+
+
+def test_offsets_for_leader_epoch_and_max_timestamp(healthy):
+    ensure_topic(healthy, "epochs")
+    produce(healthy, "epochs", kp_batch([b"a", b"b", b"c"]))  # timestamps T, T+1, T+2
+    answer = healthy.call(ApiKey.OFFSET_FOR_LEADER_EPOCH, 4, {"topics": [
+        {"topic": "epochs", "partitions": [{"partition": 0, "leader_epoch": 0}]},
+        {"topic": "missing", "partitions": [{"partition": 0, "leader_epoch": 0}]}]})  # fmt: skip
+    found = answer["topics"][0]["partitions"][0]
+    assert (found["error_code"], found["leader_epoch"], found["end_offset"]) == (0, 0, 3)
+    assert answer["topics"][1]["partitions"][0]["error_code"] == 3  # UNKNOWN_TOPIC_OR_PARTITION
+    listed = healthy.call(ApiKey.LIST_OFFSETS, 7, {"topics": [{"name": "epochs", "partitions": [
+        {"timestamp": -3}]}]})["topics"][0]["partitions"][0]  # fmt: skip
+    assert (listed["offset"], listed["timestamp"]) == (2, 1_700_000_000_002)
+    fenced = healthy.call(ApiKey.LIST_OFFSETS, 7, {"topics": [{"name": "epochs", "partitions": [
+        {"timestamp": -1, "current_leader_epoch": 5}]}]})["topics"][0]["partitions"][0]  # fmt: skip
+    assert fenced["error_code"] == 75  # UNKNOWN_LEADER_EPOCH: the client is ahead of us
