@@ -90,6 +90,7 @@ def test_full_recovery_dry_run_then_apply(data_dir: Path) -> None:
     assert not any(p.exists() for p in later)
     kept = list((data_dir / "events-0" / "kafkalog-quarantine").rglob(f"{middle.name}.cut-at-*"))
     assert [p.read_bytes() for p in kept] == [cut]
+    assert f"events-0: what was taken out is kept in {kept[0].parent}" in proc.stdout
     run_script("verify", data_dir, status=0)
     assert "0 bytes cut" in run_main("recover", data_dir, status=0)[0]
     last = kp_batches(middle)[-1]

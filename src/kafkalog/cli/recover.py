@@ -134,11 +134,26 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _apply(target: Target, args: argparse.Namespace) -> list[tuple[str, str]]:
+    """Recover; what the loader did, and where it put what it took out, per partition."""
+    before = _quarantines(target)
     notes: list[tuple[str, str]] = []
     with open_logs(target, writable=True, full_recovery=args.full) as logs:
         for entry in logs:
             notes.extend((entry.directory.name, note) for note in entry.log.load_notes)
+    for folder in sorted(_quarantines(target) - before):
+        notes.append((folder.parent.parent.name, f"what was taken out is kept in {folder}"))
     return notes
+
+
+def _quarantines(target: Target) -> set[Path]:
+    from ..log.quarantine import QUARANTINE_DIR_NAME
+
+    return {
+        folder
+        for partition in target.partitions
+        if (partition / QUARANTINE_DIR_NAME).is_dir()
+        for folder in (partition / QUARANTINE_DIR_NAME).iterdir()
+    }
 
 
 def _summary(target: Target, plans, args) -> dict:
