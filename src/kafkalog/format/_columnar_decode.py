@@ -2,8 +2,9 @@
 
 The kernel (compiled or pure, see ``_kernels``) walks entries and appends every record of
 uncompressed batches to growable numpy arrays in one call; it stops at each compressed batch,
-which this driver decompresses with :mod:`kafkalog.format.codecs` (capped by
-``max_decompressed_size``) and hands back to the kernel. There is no per-record Python object and
+which this driver decompresses (``_columnar_inflate``: lz4 and snappy into one reused buffer,
+everything else through :mod:`kafkalog.format.codecs`, all capped by ``max_decompressed_size``)
+and hands back to the kernel. There is no per-record Python object and
 no per-batch Python work for uncompressed data: the optional CRC checks (CRC-32C of v2 batches,
 CRC-32 of legacy messages) run inside the kernels, in the same walk.
 
@@ -26,8 +27,9 @@ import pyarrow as pa
 from ..errors import CorruptRecordError, UnsupportedCompressionTypeError
 from . import _kernel_abi as A
 from ._columnar_errors import Context, kernel_error
+from ._columnar_inflate import Inflater
 from ._kernels import kernels as default_kernels
-from .codecs import DEFAULT_MAX_DECOMPRESSED_SIZE, decompress
+from .codecs import DEFAULT_MAX_DECOMPRESSED_SIZE
 
 __all__ = ["HEADER_TYPE", "SCHEMA", "ColumnarDecoder"]
 
@@ -278,6 +280,7 @@ class ColumnarDecoder:
     def __init__(self, *, kernels: ModuleType | None = None) -> None:
         self._kernels = default_kernels if kernels is None else kernels
         self._buffers: _Buffers | None = None
+        self._inflater = Inflater()
 
     def _acquire(self, view_len: int, max_rows: int) -> _Buffers:
         b = self._buffers
@@ -394,7 +397,9 @@ class ColumnarDecoder:
                     offset=base_offset,
                 )
             try:
-                data = decompress(codec, view[pos + 61 : pos + 12 + length], max_size=max_size)
+                data = self._inflater.inflate(
+                    codec, view[pos + 61 : pos + 12 + length], 2, max_size
+                )
             except CorruptRecordError as e:
                 raise CorruptRecordError(
                     f"Records of the batch at position {where} cannot be decompressed: {e.message}",
@@ -429,11 +434,8 @@ class ColumnarDecoder:
         ts = _I64.unpack_from(view, pos + 18)[0] if magic == 1 else -1
         value_pos, value_len = result[3], result[4]
         try:
-            data = decompress(
-                attributes & 0x07,
-                view[value_pos : value_pos + value_len],
-                magic=magic,
-                max_size=max_size,
+            data = self._inflater.inflate(
+                attributes & 0x07, view[value_pos : value_pos + value_len], magic, max_size
             )
         except CorruptRecordError as e:
             raise CorruptRecordError(

@@ -110,16 +110,49 @@ static int varint_slow(const uint8_t *b, Py_ssize_t *p, Py_ssize_t end, int max_
     return 0;
 }
 
+/* memcpy for the short fields records are full of (keys, header keys and values): inline, with
+ * overlapping loads and stores that stay inside [dst, dst + n) and [src, src + n). */
+static inline void copy_bytes(uint8_t *dst, const uint8_t *src, size_t n) {
+    if (n > 16) {
+        memcpy(dst, src, n);
+    } else if (n >= 8) {
+        uint64_t head, tail;
+        memcpy(&head, src, 8);
+        memcpy(&tail, src + n - 8, 8);
+        memcpy(dst, &head, 8);
+        memcpy(dst + n - 8, &tail, 8);
+    } else if (n >= 4) {
+        uint32_t head, tail;
+        memcpy(&head, src, 4);
+        memcpy(&tail, src + n - 4, 4);
+        memcpy(dst, &head, 4);
+        memcpy(dst + n - 4, &tail, 4);
+    } else {
+        for (size_t i = 0; i < n; i++) dst[i] = src[i];
+    }
+}
+
+/* Varints of one to three bytes (nearly all lengths, deltas and counts) decode inline with the
+ * same result as varint_slow, which handles the rest and every error. */
 #define READ_VARINT(dst, end_, maxb, field)                                              \
     do {                                                                                 \
+        uint64_t z_;                                                                     \
         if (pos < (end_) && b[pos] < 0x80) {                                             \
-            uint8_t c_ = b[pos++];                                                       \
-            (dst) = (int64_t)(c_ >> 1) ^ -(int64_t)(c_ & 1);                             \
-        } else if (varint_slow(b, &pos, (end_), (maxb), (field), &(dst), r)) {           \
-            return -1;                                                                   \
+            z_ = b[pos];                                                                 \
+            pos += 1;                                                                    \
+        } else if (pos + 2 <= (end_) && b[pos + 1] < 0x80) {                             \
+            z_ = (uint64_t)(b[pos] & 0x7F) | ((uint64_t)b[pos + 1] << 7);                \
+            pos += 2;                                                                    \
+        } else if (pos + 3 <= (end_) && b[pos + 2] < 0x80) {                             \
+            z_ = (uint64_t)(b[pos] & 0x7F) | ((uint64_t)(b[pos + 1] & 0x7F) << 7) |      \
+                 ((uint64_t)b[pos + 2] << 14);                                           \
+            pos += 3;                                                                    \
+        } else {                                                                         \
+            if (varint_slow(b, &pos, (end_), (maxb), (field), &(dst), r)) return -1;     \
+            break;                                                                       \
         }                                                                                \
+        (dst) = (int64_t)(z_ >> 1) ^ -(int64_t)(z_ & 1);                                 \
     } while (0)
-
 
 static inline int32_t sequence_of(int64_t base, int64_t delta) {
     if (base < 0) return -1;
@@ -206,7 +239,7 @@ int kl_records_v2(SinkObject *s, const uint8_t *b, Py_ssize_t start, Py_ssize_t 
                 if (keep) {
                     if (utf8_valid(b + hk_pos, (Py_ssize_t)hk_len)) {
                         if (hku + hk_len > hkcap) GROW(GROW_HKEY_DATA, hku + (end - hk_pos));
-                        memcpy(o_hkd + hku, b + hk_pos, (size_t)hk_len);
+                        copy_bytes(o_hkd + hku, b + hk_pos, (size_t)hk_len);
                         hku += hk_len;
                     } else {
                         if (hku + 3 * hk_len > hkcap)
@@ -216,7 +249,7 @@ int kl_records_v2(SinkObject *s, const uint8_t *b, Py_ssize_t start, Py_ssize_t 
                     o_hko[nh + 1] = (int32_t)hku;
                     if (hv_len >= 0) {
                         if (hvu + hv_len > hvcap) GROW(GROW_HVAL_DATA, hvu + (end - hv_pos));
-                        memcpy(o_hvd + hvu, b + hv_pos, (size_t)hv_len);
+                        copy_bytes(o_hvd + hvu, b + hv_pos, (size_t)hv_len);
                         hvu += hv_len;
                         o_hvv[nh] = 1;
                     } else {
@@ -233,7 +266,7 @@ int kl_records_v2(SinkObject *s, const uint8_t *b, Py_ssize_t start, Py_ssize_t 
         if (!keep) continue;
         if (k_len >= 0) {
             if (ku + k_len > kcap) GROW(GROW_KEY_DATA, ku + (end - k_pos));
-            memcpy(o_kd + ku, b + k_pos, (size_t)k_len);
+            copy_bytes(o_kd + ku, b + k_pos, (size_t)k_len);
             ku += k_len;
             o_kv[n] = 1;
         } else {
@@ -242,7 +275,7 @@ int kl_records_v2(SinkObject *s, const uint8_t *b, Py_ssize_t start, Py_ssize_t 
         o_ko[n + 1] = (int32_t)ku;
         if (v_len >= 0) {
             if (vu + v_len > vcap) GROW(GROW_VALUE_DATA, vu + (end - v_pos));
-            memcpy(o_vd + vu, b + v_pos, (size_t)v_len);
+            copy_bytes(o_vd + vu, b + v_pos, (size_t)v_len);
             vu += v_len;
             o_vv[n] = 1;
         } else {

@@ -1,0 +1,128 @@
+"""Decompression for the columnar decoder: lz4 and snappy straight into one reused buffer.
+
+:func:`kafkalog.format.codecs.decompress` returns a new ``bytes`` per batch, and Kafka's lz4 frame
+costs a pure-Python header checksum per call; the columnar decoder copies every record out of
+the decompressed bytes anyway, so one buffer serves every batch. This fast lane reads the framing
+that Kafka's clients write (lz4 frames with independent blocks; xerial or raw snappy) with the
+codecs' own checks, and decompresses each block with cramjam's ``*_into`` functions, each bounded
+by what the codec module would allow: the block's own limit and what is left of ``max_size``.
+
+Anything else, and anything that goes wrong, goes to the codec module instead, on the same bytes:
+it returns the data or raises its own error, so results and errors are the codec module's. Other
+codecs (gzip, zstd) always take that path.
+"""
+
+from __future__ import annotations
+
+import struct
+
+import cramjam
+import numpy as np
+
+from ..errors import CorruptRecordError
+from .codecs import decompress
+from .codecs import lz4 as _lz4
+from .codecs import snappy as _snappy
+
+__all__ = ["Inflater"]
+
+_LZ4, _SNAPPY = 3, 2
+_U32LE = struct.Struct("<I")
+_RAW = 0x80000000
+_HEADER_CACHE = 64  # lz4 frame headers remembered (clients write one or two kinds)
+
+
+class Inflater:
+    """Decompresses batches' records into one growing buffer (one per decoder: not thread-safe).
+
+    :meth:`inflate` returns a memoryview that is valid until the next call."""
+
+    def __init__(self) -> None:
+        self._out = np.empty(0, np.uint8)
+        self._lz4_headers: dict[tuple[bytes, int], tuple[int, int, int]] = {}
+
+    def inflate(self, codec: int, data: memoryview, magic: int, max_size: int):
+        """``data`` decompressed (bytes or a memoryview into the buffer)."""
+        try:
+            if codec == _LZ4:
+                n = self._lz4(data, magic, max_size)
+            elif codec == _SNAPPY:
+                n = self._snappy(data, max_size)
+            else:
+                n = None
+        except (cramjam.DecompressionError, CorruptRecordError):
+            n = None
+        if n is None:
+            return decompress(codec, data, magic=magic, max_size=max_size)
+        return memoryview(self._out)[:n]
+
+    def _room(self, need: int, keep: int) -> memoryview:
+        """The buffer, grown to at least ``need`` bytes keeping its first ``keep``. A new array
+        each time: views handed out earlier stay valid."""
+        if len(self._out) < need:
+            grown = np.empty(max(need, 2 * len(self._out)), np.uint8)
+            grown[:keep] = self._out[:keep]
+            self._out = grown
+        return memoryview(self._out)
+
+    def _lz4(self, view: memoryview, magic: int, max_size: int) -> int | None:
+        size = len(view)
+        if size < 7:
+            return None
+        header = (bytes(view[: 15 if view[4] & _lz4._FLG_CONTENT_SIZE else 7]), magic)
+        known = self._lz4_headers.get(header)
+        if known is None:
+            known = _lz4._read_header(view, magic)  # CorruptRecordError: the codec's path
+            if len(self._lz4_headers) >= _HEADER_CACHE:
+                self._lz4_headers.clear()
+            self._lz4_headers[header] = known
+        pos, flg, max_block = known
+        checksum = 4 if flg & _lz4._FLG_BLOCK_CHECKSUM else 0
+        total = 0
+        while True:
+            if size - pos < 4:
+                return None
+            (word,) = _U32LE.unpack_from(view, pos)
+            length = word & ~_RAW
+            pos += 4
+            if length == 0:
+                break
+            if length > max_block or length + checksum > size - pos:
+                return None
+            if word & _RAW:
+                if total + length > max_size:
+                    return None
+                self._room(total + length, total)[total : total + length] = view[pos : pos + length]
+                total += length
+            else:
+                limit = min(max_block, _lz4._MAX_EXPANSION * length + _lz4._EXPANSION_SLACK)
+                room = min(limit, max_size - total)
+                out = self._room(total + room, total)[total : total + room]
+                total += cramjam.lz4.decompress_block_into(view[pos : pos + length], out)
+            pos += length + checksum
+        if flg & _lz4._FLG_CONTENT_CHECKSUM and size - pos < 4:
+            return None
+        return total
+
+    def _snappy(self, view: memoryview, max_size: int) -> int | None:
+        if bytes(view[:8]) == _snappy.XERIAL_MAGIC:
+            blocks = _snappy._xerial_blocks(view)
+        else:
+            blocks = [view]
+        lengths = []
+        total = 0
+        for block in blocks:
+            length = _snappy._uncompressed_length(block, len(view))
+            if length > _snappy._MAX_EXPANSION * len(block) + _snappy._EXPANSION_SLACK:
+                return None
+            total += length
+            if total > max_size:
+                return None
+            lengths.append(length)
+        out = self._room(total, 0)
+        pos = 0
+        for block, length in zip(blocks, lengths, strict=True):
+            if cramjam.snappy.decompress_raw_into(block, out[pos : pos + length]) != length:
+                return None
+            pos += length
+        return total

@@ -1,0 +1,91 @@
+"""The columnar decoder's decompression fast lane (lz4 and snappy into one reused buffer) gives
+the codec module's bytes, or the codec module's exception, for every framing clients write and
+for damaged input."""
+
+from __future__ import annotations
+
+import aiokafka.codec
+import kafka.codec
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kafkalog.errors import KafkalogError
+from kafkalog.format._columnar_inflate import Inflater
+from kafkalog.format.codecs import compress, decompress
+from kafkalog.format.codecs.snappy import XERIAL_HEADER
+
+SETTINGS = settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.data_too_large]
+)
+LZ4, SNAPPY = 3, 2
+
+
+def payloads():
+    """Compressible and incompressible bytes, from empty to several lz4 and snappy blocks."""
+    text = st.binary(max_size=64).map(lambda b: b * 2000)
+    return st.one_of(
+        st.binary(max_size=3000), text, st.randoms().map(lambda r: r.randbytes(90_000))
+    )
+
+
+def frames(data: bytes) -> list[tuple[int, int, bytes]]:
+    """(codec, magic, compressed) as kafkalog, Java, kafka-python, aiokafka and librdkafka
+    write them."""
+    out = [
+        (codec, magic, compress(codec, data, magic=magic))
+        for codec in (LZ4, SNAPPY)
+        for magic in (0, 1, 2)
+    ]
+    out.append((LZ4, 2, kafka.codec.lz4_encode(data)))  # content size in the header
+    out.append((LZ4, 2, aiokafka.codec.lz4_encode(data)))  # block checksums
+    out.append((SNAPPY, 2, kafka.codec.snappy_encode(data, xerial_compatible=False)))  # raw
+    out.append(
+        (SNAPPY, 2, XERIAL_HEADER + kafka.codec.snappy_encode(data, xerial_compatible=True)[16:])
+    )
+    return out
+
+
+def outcome(fn, *args, **kwargs):
+    try:
+        return ("ok", bytes(fn(*args, **kwargs)))
+    except KafkalogError as e:
+        return ("error", type(e), str(e))
+
+
+@given(data=payloads())
+@SETTINGS
+def test_every_framing_inflates_to_the_codec_modules_bytes(data):
+    inflater = Inflater()
+    for codec, magic, frame in frames(data):
+        got = inflater.inflate(codec, memoryview(frame), magic, 1 << 30)
+        assert bytes(got) == data == decompress(codec, frame, magic=magic)
+
+
+@given(
+    data=payloads(),
+    flips=st.lists(st.tuples(st.integers(0, 1 << 20), st.integers(1, 255)), max_size=3),
+    cut=st.integers(0, 1 << 20),
+    max_size=st.sampled_from([0, 100, 5000, 1 << 30]),
+)
+@SETTINGS
+def test_damaged_or_oversized_input_gives_the_codec_modules_result(data, flips, cut, max_size):
+    inflater = Inflater()
+    for codec, magic, frame in frames(data):
+        damaged = bytearray(frame)
+        for at, mask in flips:
+            if damaged:
+                damaged[at % len(damaged)] ^= mask
+        if cut % 3 == 0:
+            del damaged[cut % (len(damaged) + 1) :]
+        damaged = bytes(damaged)
+        expected = outcome(decompress, codec, damaged, magic=magic, max_size=max_size)
+        assert outcome(inflater.inflate, codec, memoryview(damaged), magic, max_size) == expected
+
+
+def test_views_handed_out_stay_valid_while_the_buffer_grows():
+    inflater = Inflater()
+    small = compress(LZ4, b"a" * 100)
+    first = inflater.inflate(LZ4, memoryview(small), 2, 1 << 30)
+    big = compress(LZ4, bytes(range(256)) * 2000)
+    assert bytes(inflater.inflate(LZ4, memoryview(big), 2, 1 << 30)) == bytes(range(256)) * 2000
+    assert bytes(first) == b"a" * 100
