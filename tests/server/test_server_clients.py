@@ -180,3 +180,51 @@ def test_topics_and_configs_through_the_admin_api(server):
     admin.delete_topics([topic])[topic].result(10)
     assert topic not in admin.list_topics(timeout=10).topics
     assert not list(server.data_dir.glob(f"{topic}-*"))
+
+
+def test_aiokafka_produces_idempotently_and_consumes_in_a_group(server):
+    aiokafka = pytest.importorskip("aiokafka")
+    import asyncio
+
+    records = make_records(99, 30)
+
+    async def run() -> list[tuple]:
+        producer = aiokafka.AIOKafkaProducer(
+            bootstrap_servers=server.bootstrap, compression_type="zstd", enable_idempotence=True
+        )
+        await producer.start()
+        for key, value, headers, ts in records:
+            await producer.send_and_wait("aio", value, key=key, headers=headers, partition=0,
+                                         timestamp_ms=ts)  # fmt: skip
+        await producer.stop()
+        consumer = aiokafka.AIOKafkaConsumer("aio", bootstrap_servers=server.bootstrap,
+                                             group_id="aio", auto_offset_reset="earliest",
+                                             enable_auto_commit=False)  # fmt: skip
+        await consumer.start()
+        got = []
+        async for m in consumer:
+            got.append((m.key, m.value, list(m.headers), m.timestamp))
+            if len(got) == len(records):
+                break
+        await consumer.commit()
+        committed = await consumer.committed(aiokafka.TopicPartition("aio", 0))
+        await consumer.stop()
+        assert committed == len(records)
+        return got
+
+    assert asyncio.run(run()) == records
+    assert consume_librdkafka(server.bootstrap, "aio", len(records)) == records
+
+
+def test_serve_refuses_a_directory_in_use_and_a_bad_listen_address(server):
+    import subprocess
+    import sys
+
+    base = [sys.executable, "-m", "kafkalog.cli.main", "serve", str(server.data_dir)]
+    locked = subprocess.run([*base, "--listen", "127.0.0.1:0"], capture_output=True, text=True,
+                            timeout=60)  # fmt: skip
+    assert locked.returncode == 1
+    assert "Failed to acquire lock" in locked.stderr
+    bad = subprocess.run([*base, "--listen", "nowhere"], capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2
+    assert "expected HOST:PORT" in bad.stderr
