@@ -336,7 +336,7 @@ def compile_struct(fields: list[Field], v: int, flexible: bool, path: str) -> tu
             count = r.uvarint()
             for _ in range(count):
                 tag, size = r.uvarint(), r.uvarint()
-                body = r.take(size)
+                r.take(size)  # bounds-checked; an unknown tag is skipped, as Kafka's readers do
                 known = tagged.get(tag)
                 if known is not None:
                     sub = Reader(r.buf, r.pos - size, r.pos)
@@ -344,7 +344,6 @@ def compile_struct(fields: list[Field], v: int, flexible: bool, path: str) -> tu
                         out[known[0]] = known[1](sub)
                     except ProtocolError as e:
                         raise _at(e, known[0]) from None
-                    del body  # unknown tags are skipped, as Kafka's readers do
         for name, make in absent:
             out[name] = make()
         return out
