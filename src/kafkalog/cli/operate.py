@@ -23,8 +23,12 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import KafkalogError
+
+if TYPE_CHECKING:  # the log layer is imported when a command runs, not when the CLI starts
+    from ..log.log import Log
 
 EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_IO = 0, 1, 2, 3
 
@@ -42,7 +46,9 @@ __all__ = [
     "guarded",
     "index_problem",
     "open_logs",
+    "partition_offsets",
     "plural",
+    "relative",
     "resolve_target",
     "write_json",
 ]
@@ -68,7 +74,7 @@ class PartitionLog:
     """One opened partition: its directory, and its Log or why it could not be opened."""
 
     directory: Path
-    log: object | None  # kafkalog.log.log.Log
+    log: Log | None
     error: str | None = None
 
 
