@@ -443,3 +443,22 @@ def test_a_damaged_offsets_partition_stops_the_load_with_its_place(tmp_path):
         again.broker.log_manager.close()
 
     asyncio.run(run())
+
+
+def test_a_repeated_join_answers_the_abandoned_one(tmp_path):
+    async def run():
+        h = Harness(tmp_path)
+        group = await form_group(h, "c1", "c2")
+        c1, c2 = group["c1"]["member_id"], group["c2"]["member_id"]
+        pending = await h.join(client="c3")
+        h.join(member_id=pending["member_id"], client="c3")  # the group starts rebalancing
+        abandoned = h.join(member_id=c1, client="c1")  # waits for c2
+        await h.tick(0)
+        retried = h.join(member_id=c1, client="c1")
+        await h.tick(0)
+        assert abandoned.done() and (await abandoned)["error_code"] == 27
+        assert not retried.done()
+        last = h.join(member_id=c2, client="c2")
+        assert (await retried)["generation_id"] == (await last)["generation_id"] == 2
+
+    asyncio.run(run())

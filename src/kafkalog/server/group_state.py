@@ -86,6 +86,13 @@ class GroupMember:
         raise ValueError(f"member {self.member_id} supports none of {sorted(candidates)}")
 
 
+_REBALANCE_IN_PROGRESS = 27
+
+
+def _superseded(member_id: str) -> dict:
+    return {"error_code": _REBALANCE_IN_PROGRESS, "member_id": member_id, "generation_id": -1}
+
+
 def _complete(future: asyncio.Future | None, value: dict) -> bool:
     if future is None or future.done():
         return False
@@ -152,7 +159,16 @@ class ClassicGroup:
             self.num_members_awaiting_join += 1
         elif member.join_future is not None and future is None:
             self.num_members_awaiting_join -= 1
+        elif member.join_future is not None and member.join_future is not future:
+            # The member sent another JoinGroup: it gave up on the first, which is answered
+            # now rather than left hanging on its connection.
+            _complete(member.join_future, _superseded(member.member_id))
         member.join_future = future
+
+    def set_sync_future(self, member: GroupMember, future: asyncio.Future) -> None:
+        if member.sync_future is not None and member.sync_future is not future:
+            _complete(member.sync_future, {"error_code": _REBALANCE_IN_PROGRESS, "assignment": b""})
+        member.sync_future = future
 
     def remove(self, member_id: str) -> None:
         self.pending_members.discard(member_id)

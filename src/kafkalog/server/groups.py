@@ -377,7 +377,7 @@ class GroupCoordinator:
                 group.pending_sync_members.discard(member_id)
                 self._sync_done_if_all(group)
                 return self._sync_response(group, member)
-            member.sync_future = future  # CompletingRebalance
+            group.set_sync_future(member, future)  # CompletingRebalance
             group.pending_sync_members.discard(member_id)
             self._sync_done_if_all(group)
             if group.is_leader(member_id):
