@@ -192,6 +192,29 @@ def test_transactions_commit_and_abort_with_both_isolation_levels(served):
     assert txnindex  # the aborted transaction is indexed for read_committed fetches
 
 
+def test_kafka_python_transactions_commit_and_abort(served):
+    topic = "kp-transactional"
+    producer = kafka.KafkaProducer(bootstrap_servers=served.bootstrap,
+                                   transactional_id=f"kp-tx-{uuid.uuid4()}")  # fmt: skip
+    producer.init_transactions()
+    committed, everything = [], []
+    for n, outcome in enumerate(["abort", "commit", "abort", "commit"]):
+        producer.begin_transaction()
+        values = [b"kp%d-%d" % (n, i) for i in range(6)]
+        for i, value in enumerate(values):
+            producer.send(topic, value=value, partition=i % N_PARTITIONS)
+        everything += values
+        if outcome == "commit":
+            producer.commit_transaction()
+            committed += values
+        else:
+            producer.flush()
+            producer.abort_transaction()
+    producer.close()
+    assert sorted(read_all(served.bootstrap, topic, "read_committed")) == sorted(committed)
+    assert sorted(read_all(served.bootstrap, topic, "read_uncommitted")) == sorted(everything)
+
+
 def test_the_directory_after_shutdown_verifies_clean(served):
     assert served.stop() == 0
     assert (served.data_dir / ".kafka_cleanshutdown").exists()
