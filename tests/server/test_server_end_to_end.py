@@ -192,6 +192,41 @@ def test_transactions_commit_and_abort_with_both_isolation_levels(served):
     assert txnindex  # the aborted transaction is indexed for read_committed fetches
 
 
+def test_consume_transform_produce_commits_offsets_in_the_transaction(served):
+    source, sink, group = "ctp-in", "ctp-out", f"ctp-{uuid.uuid4()}"
+    produce(served.bootstrap, source, [b"in%03d" % i for i in range(40)])
+    consumer = ck.Consumer({"bootstrap.servers": served.bootstrap, "group.id": group,
+                            "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                            "isolation.level": "read_committed"})  # fmt: skip
+    consumer.subscribe([source])
+    producer = ck.Producer({"bootstrap.servers": served.bootstrap,
+                            "transactional.id": f"ctp-{uuid.uuid4()}"})  # fmt: skip
+    producer.init_transactions(30)
+    copied = []
+    deadline = time.monotonic() + 30
+    while len(copied) < 40 and time.monotonic() < deadline:
+        batch = [m for m in consumer.consume(40, 1) if m.error() is None]
+        if not batch:
+            continue
+        producer.begin_transaction()
+        for m in batch:
+            producer.produce(sink, value=m.value().upper(), partition=m.partition())
+        producer.send_offsets_to_transaction(
+            consumer.position(consumer.assignment()), consumer.consumer_group_metadata(), 30
+        )
+        producer.commit_transaction(30)
+        copied += [m.value() for m in batch]
+    consumer.close()
+    assert sorted(copied) == [b"in%03d" % i for i in range(40)]
+    assert sorted(read_all(served.bootstrap, sink, "read_committed")) == sorted(
+        v.upper() for v in copied
+    )
+    checker = ck.Consumer({"bootstrap.servers": served.bootstrap, "group.id": group})
+    committed = checker.committed([ck.TopicPartition(source, p) for p in range(N_PARTITIONS)], 10)
+    assert sum(tp.offset for tp in committed) == 40  # the offsets committed with the records
+    checker.close()
+
+
 def test_kafka_python_transactions_commit_and_abort(served):
     topic = "kp-transactional"
     producer = kafka.KafkaProducer(bootstrap_servers=served.bootstrap,
