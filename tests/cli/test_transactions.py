@@ -86,6 +86,10 @@ def test_aborted_and_open_transactions(data_dir: Path) -> None:
     assert listed(out) == [t for t in expected if t[0] != "committed"]
     objects = json_lines(out)
     assert all(o["inTxnIndex"] for o in objects if o.get("state") == "aborted")
+    (partition,) = [o for o in objects if o["type"] == "partition"]
+    end = sum(b.last_offset_delta + 1 for b in kp_batches(data_dir / "t-0" / f"{0:020d}.log"))
+    assert partition == {"type": "partition", "partition": "t-0", "logEndOffset": end,
+                         "lastStableOffset": expected[-1][2]}  # fmt: skip
     assert objects[-1] == {"type": "summary", "path": str(data_dir), "partitions": 1,
                            "aborted": 2, "open": 1, "hanging": 0, "committed": 1,
                            "txnIndexOnly": 0}  # fmt: skip
@@ -103,6 +107,9 @@ def test_an_old_open_transaction_is_hanging(data_dir: Path) -> None:
     assert row[:8] == ["t-0", "open", "(hanging)", "9", "0", *map(str, kp_transactions(
         data_dir / "t-0")[-1][2:4]), "-"]  # fmt: skip
     assert lines[-1] == "1 partitions: 2 aborted, 1 open (1 hanging), 1 committed transactions"
+    assert lines[-2].startswith(
+        f"t-0: last stable offset {kp_transactions(data_dir / 't-0')[-1][2]}"
+    )
     run_main("transactions", "--timeout-ms", 10**8, "--now-ms", T0 + 10**7, data_dir, status=0)
 
 

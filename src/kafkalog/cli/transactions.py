@@ -87,6 +87,14 @@ class PartitionTransactions:
     transactions: list[Transaction] = field(default_factory=list)
     index_only: list = field(default_factory=list)  # .txnindex entries with no ABORT marker
     error: str | None = None
+    log_end_offset: int | None = None
+
+    @property
+    def last_stable_offset(self) -> int | None:
+        """Where read_committed consumers stop: the first offset of the earliest open
+        transaction, else the log end."""
+        starts = [t.first_offset for t in self.transactions if t.state == OPEN]
+        return min(starts) if starts else self.log_end_offset
 
 
 def add_parser(commands) -> None:
@@ -154,6 +162,7 @@ def scan_transactions(
     from ..format.control import decode_control_type, decode_end_txn_marker
 
     name = found.directory.name
+    found.log_end_offset = log.log_end_offset
     ongoing: dict[int, Transaction] = {}
     indexed: dict[tuple[int, int], object] = {}
     for segment in log.segments:
@@ -220,9 +229,19 @@ def _report(root: Path, results: list[PartitionTransactions], args: argparse.Nam
     hanging = sum(t.hanging for f in results for t in f.transactions)
     index_only = sum(len(f.index_only) for f in results)
     if args.json:
-        for t in shown:
-            write_json(t.to_dict())
         for f in results:
+            if f.transactions or f.index_only:
+                write_json(
+                    {
+                        "type": "partition",
+                        "partition": f.directory.name,
+                        "logEndOffset": f.log_end_offset,
+                        "lastStableOffset": f.last_stable_offset,
+                    }
+                )
+            for t in f.transactions:
+                if args.all or t.state != COMMITTED:
+                    write_json(t.to_dict())
             for txn in f.index_only:
                 write_json(
                     {
@@ -283,6 +302,11 @@ def _report(root: Path, results: list[PartitionTransactions], args: argparse.Nam
             lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths)).rstrip())
         lines.append("")
     for f in results:
+        if any(t.state == OPEN for t in f.transactions):
+            lines.append(
+                f"{f.directory.name}: last stable offset {f.last_stable_offset} (log end offset "
+                f"{f.log_end_offset}): read_committed consumers stop there"
+            )
         for txn in f.index_only:
             lines.append(
                 f"{f.directory.name}: .txnindex entry without an ABORT marker in the log: producer "
