@@ -375,3 +375,27 @@ def test_state_survives_a_restart_and_the_directory_verifies(server, data_dir):
     )  # fmt: skip
     assert transactions.returncode == 0 and " 0 open" in transactions.stdout, transactions
     assert verify(data_dir).errors == []
+    # The Spark source's reader (planned and read without a SparkSession) agrees as well.
+    assert spark_source_values(data_dir, "txn-ck", "read_committed") == values
+    everything = spark_source_values(data_dir, "txn-ck", "read_uncommitted")
+    assert len(everything) == len(values) + 10 and set(values) < set(everything)
+
+
+def spark_source_values(data_dir: Path, topic: str, isolation: str) -> list[bytes]:
+    from kafkalog.spark.options import parse_read_options
+    from kafkalog.spark.reader import (
+        open_selected,
+        plan_input_partitions,
+        read_partition,
+        resolve_ranges,
+    )
+
+    options = parse_read_options({"path": str(data_dir), "subscribe": topic,
+                                  "kafka.isolation.level": isolation})  # fmt: skip
+    logs = open_selected(options)
+    try:
+        parts = plan_input_partitions(options, logs, resolve_ranges(options, logs))
+    finally:
+        for log in logs.values():
+            log.close()
+    return [v for p in parts for b in read_partition(p) for v in b.column("value").to_pylist()]
