@@ -10,6 +10,7 @@ import logging
 import random
 import socket
 import struct
+import time
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -285,3 +286,34 @@ def test_offsets_for_leader_epoch_and_max_timestamp(healthy):
     fenced = healthy.call(ApiKey.LIST_OFFSETS, 7, {"topics": [{"name": "epochs", "partitions": [
         {"timestamp": -1, "current_leader_epoch": 5}]}]})["topics"][0]["partitions"][0]  # fmt: skip
     assert fenced["error_code"] == 75  # UNKNOWN_LEADER_EPOCH: the client is ahead of us
+
+
+def test_clients_use_the_newest_versions_we_advertise(server):
+    ck = pytest.importorskip("confluent_kafka")
+    server.broker.stats.requests.clear()
+    producer = ck.Producer({"bootstrap.servers": server.bootstrap, "enable.idempotence": True})
+    producer.produce("versions", b"v", partition=0)
+    assert producer.flush(30) == 0
+    consumer = ck.Consumer({"bootstrap.servers": server.bootstrap, "group.id": "versions",
+                            "auto.offset.reset": "earliest"})  # fmt: skip
+    consumer.subscribe(["versions"])
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        m = consumer.poll(0.2)
+        if m is not None and m.error() is None:
+            break
+    consumer.commit(asynchronous=False)
+    consumer.close()
+    used = set(server.broker.stats.requests)
+    # librdkafka 2.16's newest: it negotiates down to our maximum where it knows more.
+    for expected in [("ApiVersions", 3), ("Metadata", 12), ("Produce", 10), ("Fetch", 16),
+                     ("InitProducerId", 4), ("FindCoordinator", 2), ("JoinGroup", 5),
+                     ("SyncGroup", 3), ("OffsetCommit", 9), ("OffsetFetch", 9)]:  # fmt: skip
+        assert expected in used, sorted(used)
+    server.broker.stats.requests.clear()
+    kp = kafka.KafkaProducer(bootstrap_servers=server.bootstrap)
+    kp.send("versions", b"kp", partition=0).get(10)
+    kp.close()
+    used = set(server.broker.stats.requests)
+    for expected in [("Produce", 9), ("InitProducerId", 4), ("Metadata", 12)]:
+        assert expected in used, sorted(used)

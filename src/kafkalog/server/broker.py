@@ -45,7 +45,8 @@ class InternalTopicError(KafkalogError):
 
 @dataclass
 class BrokerStats:
-    """Counters a test or an operator can read: requests, bytes sent with and without sendfile."""
+    """Counters a test or an operator can read: requests by (API, version), bytes sent with and
+    without sendfile, connections."""
 
     requests: Counter = field(default_factory=Counter)
     sendfile_bytes: int = 0

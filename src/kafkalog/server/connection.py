@@ -123,7 +123,7 @@ class Connection:
                 UnsupportedVersionError(f"{API_NAMES[header.api_key]} is not served")
             )
             return False
-        self.broker.stats.requests[request.name] += 1
+        self.broker.stats.requests[(request.name, header.api_version)] += 1
         context = RequestContext(
             api_key=header.api_key,
             api_version=header.api_version,
