@@ -12,9 +12,7 @@ be there.
 from __future__ import annotations
 
 import asyncio
-import importlib
 import random
-import sys
 from pathlib import Path
 
 import pytest
@@ -23,16 +21,9 @@ from kafkalog.format.builder import MemoryRecordsBuilder
 from kafkalog.server import coordination
 
 from .coordination_helpers import FakeBroker, ctx
+from .test_server_durability import _recording_disk
 
 pytestmark = pytest.mark.slow
-
-
-def _recording_disk():
-    log_tests = str(Path(__file__).resolve().parent.parent / "log")
-    if log_tests not in sys.path:
-        sys.path.insert(0, log_tests)
-    module = importlib.import_module("test_crash")
-    return module.RecordingDisk, module.Crash
 
 
 async def workload(broker: FakeBroker, rng: random.Random, acked: dict, txns: dict) -> None:
