@@ -87,8 +87,8 @@ class GroupCoordinator:
 
     async def run_due(self) -> None:
         """Fire the timeouts that have passed (the server calls this from a background task)."""
-        for callback in self.scheduler.due(self.now()):
-            async with self.lock:
+        async with self.lock:  # taken first: a timer reset while waiting must not fire
+            for callback in self.scheduler.due(self.now()):
                 await callback()
 
     # -- JoinGroup ------------------------------------------------------------------------------
