@@ -17,7 +17,7 @@ import logging
 
 from ..format.constants import ControlRecordType
 from ..format.internal import decode_consumer_offsets_key, decode_consumer_offsets_value
-from ..format.internal.consumer_offsets import _TYPES
+from ..format.internal.consumer_offsets import consumer_offsets_value_schema
 from ..format.internal.result import BYTE_ERRORS
 from ..format.internal.schema import read_message
 from .group_offsets import GroupOffsets
@@ -91,7 +91,7 @@ def _replay_group(offsets: GroupOffsets, group_id: str, value: bytes | None, whe
         return
     # Read without the consumer-protocol decoding the dump applies: the member's subscription
     # and assignment are kept as the bytes the clients sent.
-    schema = _TYPES[_GROUP_METADATA_TYPE].value
+    schema = consumer_offsets_value_schema(_GROUP_METADATA_TYPE)
     version = int.from_bytes(value[:2], "big", signed=True)
     if version not in schema.valid:
         _log.warning("skipping group metadata v%d of %s in %s", version, group_id, where)
