@@ -74,7 +74,9 @@ def run(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     from ..log.recovery_plan import plan_recovery
 
-    target = resolve_target(args.path, topics=args.topic)
+    # A data directory's KRaft metadata log is the controller's to recover, as in a broker's
+    # LogManager; name its partition directory to recover it.
+    target = resolve_target(args.path, topics=args.topic, internal=False)
     plans = []
     total = total_bytes([str(p) for p in target.partitions])
     with Progress(total, "recover", quiet=args.quiet) as progress:
@@ -212,7 +214,10 @@ def _print_text(target: Target, plans, args, notes) -> None:
         if not plan.actions:
             continue
         name = Path(plan.directory).name
-        out.append(f"{name}: log end offset {plan.log_end_offset} after recovery")
+        end = (
+            "no segment" if plan.log_end_offset is None else f"log end offset {plan.log_end_offset}"
+        )
+        out.append(f"{name}: {end} after recovery")
         out.extend(_action_lines(plan, target))
     if notes:
         out.append("")
