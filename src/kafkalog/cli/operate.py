@@ -299,8 +299,11 @@ def _update_checkpoints(target: Target, logs: list) -> None:
         RECOVERY_POINT_OFFSET_CHECKPOINT,
         write_offset_checkpoint,
     )
+    from ..log.cluster_metadata import CLUSTER_METADATA_DIR
 
-    logs = [log for log in logs if log.topic_partition is not None]
+    # The KRaft metadata log keeps its offsets itself, never in these checkpoints.
+    logs = [log for log in logs if log.topic_partition is not None
+            and log.dir.name != CLUSTER_METADATA_DIR]  # fmt: skip
     if not logs:
         return
     current = _checkpoints(target.data_dir)
