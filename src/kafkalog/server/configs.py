@@ -115,6 +115,11 @@ def _alter(current: dict[str, str], ops: list[dict]) -> dict[str, str]:
     return new
 
 
+def _from_kraft_metadata(broker: Broker, topic: str) -> bool:
+    image = broker.log_manager.metadata
+    return image is not None and topic in image.topics
+
+
 def handlers(broker: Broker) -> dict[int, Handler]:
     async def describe_configs(ctx: RequestContext, request: dict) -> dict:
         results = []
@@ -148,6 +153,10 @@ def handlers(broker: Broker) -> dict[int, Handler]:
             elif name not in broker.log_manager.topics():
                 entry.update(error_code=ec.UNKNOWN_TOPIC_OR_PARTITION,
                              error_message=f"Topic {name} does not exist")  # fmt: skip
+            elif _from_kraft_metadata(broker, name):
+                message = (f"The configs of topic {name} come from this directory's KRaft "
+                           f"metadata log, which this server does not write")  # fmt: skip
+                entry.update(error_code=ec.INVALID_CONFIG, error_message=message)
             else:
                 try:
                     new = _alter(topic_overrides(broker.log_manager, name), res["configs"])
