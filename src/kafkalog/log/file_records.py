@@ -110,6 +110,8 @@ class FileRecords:
         return self.file_size() if self._end is None else self._end
 
     def size_in_bytes(self) -> int:
+        if self._size is not None:  # a writable file: its writer knows (no fstat per append)
+            return self._size - self._start
         return self.end - self._start
 
     def slice(self, position: int, size: int | None = None) -> FileRecords:
