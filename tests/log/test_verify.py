@@ -166,6 +166,12 @@ def test_a_cleanly_closed_data_dir_has_no_findings(data_dir: Path) -> None:
     assert not (data_dir / "orders-0" / "00000000000000000000.index").stat().st_size % 8
 
 
+def test_kafkalogs_own_root_files_are_known(data_dir: Path) -> None:
+    (data_dir / "kafkalog-topics.json").write_text('{"version": 1, "topics": {}}')
+    (data_dir / "kafkalog-producer-ids.json").write_text('{"version": 1, "next_block": 1000}')
+    assert run_verify(data_dir).findings == []
+
+
 def test_partition_dirs_and_single_files_verify_alone(data_dir: Path) -> None:
     part = data_dir / "orders-0"
     assert run_verify(part, data_dir).findings == []

@@ -13,9 +13,15 @@ import os
 from pathlib import Path
 from types import TracebackType
 
-from .manager import LOCK_FILE_NAME, DataDirLockedError
+from ..errors import KafkalogError
 
-__all__ = ["DataDirLock"]
+__all__ = ["LOCK_FILE_NAME", "DataDirLock", "DataDirLockedError"]
+
+LOCK_FILE_NAME = ".lock"
+
+
+class DataDirLockedError(KafkalogError):
+    """Another process holds the data directory's ``.lock`` (a broker, or another kafkalog)."""
 
 
 class DataDirLock:

@@ -16,7 +16,6 @@ docs/log.md), else Kafka's defaults. A new partition goes to the directory holdi
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import uuid
@@ -35,6 +34,7 @@ from .clean_shutdown import CLEAN_SHUTDOWN_FILE_NAME, read_clean_shutdown, write
 from .clock import Clock, SystemClock
 from .cluster_metadata import CLUSTER_METADATA_DIR, MetadataImage, load_metadata_image
 from .config import LOG_CONFIG_DEFS, LogConfig
+from .dir_lock import DataDirLock, DataDirLockedError
 from .errors import InvalidFileNameError
 from .kafka_uuid import uuid_to_kafka_string
 from .log import Log
@@ -58,17 +58,14 @@ from .partition_metadata import (
     write_partition_metadata,
 )
 
-__all__ = ["TOPICS_FILE_NAME", "DataDirLockedError", "LogManager"]
+__all__ = ["PRODUCER_IDS_FILE_NAME", "TOPICS_FILE_NAME", "DataDirLockedError", "LogManager"]
 
-LOCK_FILE_NAME = ".lock"
 # Topic configs kafkalog understands; KRaft may carry others for a topic (quotas, tiering).
 _KNOWN = frozenset(LOG_CONFIG_DEFS)
 TOPICS_FILE_NAME = "kafkalog-topics.json"
 TOPICS_FILE_VERSION = 1
-
-
-class DataDirLockedError(KafkalogError):
-    """Another process holds the data directory's ``.lock`` (a broker, or another kafkalog)."""
+# Where kafkalog's server reserves producer id blocks, so ids never repeat across restarts.
+PRODUCER_IDS_FILE_NAME = "kafkalog-producer-ids.json"
 
 
 class LogManager:
@@ -89,7 +86,7 @@ class LogManager:
         self.logs: dict[TopicPartition, Log] = {}
         self.log_dir_of: dict[TopicPartition, Path] = {}
         self.skipped: list[tuple[Path, str]] = []  # directories that are not live partitions
-        self._locks: list[int] = []
+        self._locks: list[DataDirLock] = []
         self._topic_configs: dict[str, dict[str, str]] = {}
         self._topic_ids: dict[str, uuid.UUID] = {}
         for d in self.data_dirs:
@@ -112,21 +109,13 @@ class LogManager:
 
     # -- opening -----------------------------------------------------------------------------------
     def _lock(self, directory: Path) -> None:
-        fd = os.open(directory / LOCK_FILE_NAME, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            raise DataDirLockedError(
-                f"Failed to acquire lock on file .lock in {directory}. A Kafka instance or "
-                f"another kafkalog process is currently using this directory.",
-                path=str(directory),
-            ) from None
-        self._locks.append(fd)
+        lock = DataDirLock(directory)
+        lock.__enter__()
+        self._locks.append(lock)
 
     def _unlock(self) -> None:
-        for fd in self._locks:
-            os.close(fd)  # closing releases the flock
+        for lock in self._locks:
+            lock.__exit__(None, None, None)
         self._locks.clear()
 
     def _load_topics_files(self) -> None:

@@ -40,7 +40,8 @@ from .checkpoints import (
 )
 from .clean_shutdown import CLEAN_SHUTDOWN_FILE_NAME, read_clean_shutdown
 from .cluster_metadata import CLUSTER_METADATA_DIR, load_metadata_image
-from .manager import LOCK_FILE_NAME, TOPICS_FILE_NAME
+from .dir_lock import LOCK_FILE_NAME
+from .manager import PRODUCER_IDS_FILE_NAME, TOPICS_FILE_NAME
 from .meta_properties import META_PROPERTIES_FILE_NAME, read_meta_properties
 from .naming import (
     INDEX_FILE_SUFFIX,
@@ -221,7 +222,13 @@ def _check_root_files(root: Path, sink: FindingSink, deep: bool) -> None:
             "absent: the broker did not stop cleanly (or the copy was taken while it ran); "
             "Kafka recovers every segment after each partition's recovery point on startup",
         )  # fmt: skip
-    known = {META_PROPERTIES_FILE_NAME, CLEAN_SHUTDOWN_FILE_NAME, LOCK_FILE_NAME, TOPICS_FILE_NAME}
+    known = {
+        META_PROPERTIES_FILE_NAME,
+        CLEAN_SHUTDOWN_FILE_NAME,
+        LOCK_FILE_NAME,
+        TOPICS_FILE_NAME,
+        PRODUCER_IDS_FILE_NAME,
+    }
     for path in sorted(p for p in root.iterdir() if p.is_file()):
         if path.name in known or path.name in OFFSET_CHECKPOINT_FILES:
             continue

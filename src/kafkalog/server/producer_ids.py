@@ -19,6 +19,7 @@ from pathlib import Path
 
 from ..errors import KafkalogError
 from ..log.checkpoints import write_file_atomically
+from ..log.manager import PRODUCER_IDS_FILE_NAME
 
 __all__ = [
     "PRODUCER_IDS_FILE_NAME",
@@ -27,7 +28,6 @@ __all__ = [
     "highest_producer_id_in_logs",
 ]
 
-PRODUCER_IDS_FILE_NAME = "kafkalog-producer-ids.json"
 PRODUCER_ID_BLOCK_SIZE = 1000  # Kafka's ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE
 _VERSION = 1
 _MAX_PRODUCER_ID = (1 << 63) - 1
