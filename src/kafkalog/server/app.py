@@ -70,6 +70,8 @@ class Server:
         self._tasks.add(task)
         try:
             await Connection(self.broker, reader, writer, self._next_id).run()
+        except asyncio.CancelledError:
+            pass  # stop() closing it: finish quietly (asyncio logs a cancelled client task)
         finally:
             self._tasks.discard(task)
             self._per_ip[ip] -= 1
