@@ -86,8 +86,8 @@ class Connection:
                         return
         except ProtocolError as e:
             self._protocol_error(e)
-        except (ConnectionError, asyncio.IncompleteReadError):
-            pass
+        except (OSError, asyncio.IncompleteReadError) as e:  # the peer went away mid-answer
+            log.debug("connection from %s lost: %s", self.client_host, e)
         finally:
             self.writer.close()
             try:
@@ -153,6 +153,8 @@ class Connection:
                 writer.write(part)
                 continue
             size = part.size_in_bytes()
+            if writer.transport.is_closing():
+                raise ConnectionError("the client closed the connection")
             if self.sendfile_ok:
                 await writer.drain()
                 try:
