@@ -228,3 +228,27 @@ def test_serve_refuses_a_directory_in_use_and_a_bad_listen_address(server):
     bad = subprocess.run([*base, "--listen", "nowhere"], capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2
     assert "expected HOST:PORT" in bad.stderr
+
+
+@pytest.mark.parametrize("api_version", [(0, 11), (2, 1)], ids=["kafka-0.11", "kafka-2.1"])
+def test_kafka_python_pinned_to_older_brokers_uses_older_versions(server, api_version):
+    # kafka-python told the broker is old skips ApiVersions and sends the versions that broker
+    # spoke: the low ends of our ranges.
+    topic = "pinned-{}-{}".format(*api_version)
+    producer = kafka.KafkaProducer(bootstrap_servers=server.bootstrap, api_version=api_version,
+                                   compression_type="gzip")  # fmt: skip
+    for i in range(5):
+        producer.send(topic, b"p%d" % i, partition=0).get(10)
+    producer.close()
+    group = topic
+    consumer = kafka.KafkaConsumer(topic, bootstrap_servers=server.bootstrap, group_id=group,
+                                   api_version=api_version, auto_offset_reset="earliest",
+                                   consumer_timeout_ms=4000)  # fmt: skip
+    values = []
+    for m in consumer:
+        values.append(m.value)
+        if len(values) == 5:
+            break
+    consumer.commit()
+    consumer.close()
+    assert values == [b"p%d" % i for i in range(5)]
