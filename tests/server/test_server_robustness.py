@@ -317,3 +317,34 @@ def test_clients_use_the_newest_versions_we_advertise(server):
     used = set(server.broker.stats.requests)
     for expected in [("Produce", 9), ("InitProducerId", 4), ("Metadata", 12)]:
         assert expected in used, sorted(used)
+
+
+def test_errors_come_back_as_kafka_codes_per_topic_and_partition(healthy):
+    ensure_topic(healthy, "errors")
+    internal = produce(healthy, "__consumer_offsets", kp_batch([b"x"]))
+    assert internal["error_code"] == 17  # INVALID_TOPIC_EXCEPTION: internal topics are closed
+    unknown = produce(healthy, "no-such-topic", kp_batch([b"x"]))
+    assert unknown["error_code"] == 3  # UNKNOWN_TOPIC_OR_PARTITION (produce never auto-creates)
+    created = healthy.call(ApiKey.CREATE_TOPICS, 7, {"topics": [
+        {"name": "replicated", "num_partitions": 1, "replication_factor": 3},
+        {"name": "bad/name", "num_partitions": 1, "replication_factor": 1},
+        {"name": "errors", "num_partitions": 1, "replication_factor": 1},
+        {"name": "zero", "num_partitions": 0, "replication_factor": 1}]})["topics"]  # fmt: skip
+    assert [t["error_code"] for t in created] == [38, 17, 36, 37]
+    assert all(t["error_message"] for t in created)
+    deleted = healthy.call(ApiKey.DELETE_TOPICS, 6, {"topics": [
+        {"name": "__transaction_state"}, {"name": "never-was"}]})["responses"]  # fmt: skip
+    assert [r["error_code"] for r in deleted] == [17, 3]
+    partitions = [{"partition": 0, "fetch_offset": 99, "partition_max_bytes": 1 << 20},
+                  {"partition": 7, "partition_max_bytes": 1 << 20}]  # fmt: skip
+    topics = [{"topic": "errors", "partitions": partitions}]
+    body = {"max_wait_ms": 0, "max_bytes": 1 << 20, "topics": topics}
+    fetch = healthy.call(ApiKey.FETCH, 12, body)
+    codes = [p["error_code"] for p in fetch["responses"][0]["partitions"]]
+    assert codes == [1, 3]  # OFFSET_OUT_OF_RANGE, UNKNOWN_TOPIC_OR_PARTITION
+    configs = healthy.call(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, {"resources": [
+        {"resource_type": 2, "resource_name": "errors", "configs": [
+            {"name": "retention.ms", "config_operation": 0, "value": "soon"}]},
+        {"resource_type": 2, "resource_name": "errors", "configs": [
+            {"name": "no.such.config", "config_operation": 0, "value": "1"}]}]})  # fmt: skip
+    assert [r["error_code"] for r in configs["responses"]] == [40, 40]  # INVALID_CONFIG
