@@ -329,8 +329,9 @@ def test_errors_come_back_as_kafka_codes_per_topic_and_partition(healthy):
         {"name": "replicated", "num_partitions": 1, "replication_factor": 3},
         {"name": "bad/name", "num_partitions": 1, "replication_factor": 1},
         {"name": "errors", "num_partitions": 1, "replication_factor": 1},
-        {"name": "zero", "num_partitions": 0, "replication_factor": 1}]})["topics"]  # fmt: skip
-    assert [t["error_code"] for t in created] == [38, 17, 36, 37]
+        {"name": "zero", "num_partitions": 0, "replication_factor": 1},
+        {"name": "huge", "num_partitions": 10**6, "replication_factor": 1}]})["topics"]  # fmt: skip
+    assert [t["error_code"] for t in created] == [38, 17, 36, 37, 37]
     assert all(t["error_message"] for t in created)
     deleted = healthy.call(ApiKey.DELETE_TOPICS, 6, {"topics": [
         {"name": "__transaction_state"}, {"name": "never-was"}]})["responses"]  # fmt: skip

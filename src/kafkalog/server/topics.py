@@ -20,6 +20,8 @@ __all__ = ["handlers"]
 
 log = logging.getLogger("kafkalog.server")
 
+MAX_PARTITIONS_PER_TOPIC = 10_000
+
 
 def _create_one(broker: Broker, topic: dict, validate_only: bool) -> dict:
     name = topic["name"]
@@ -50,6 +52,12 @@ def _create_one(broker: Broker, topic: dict, validate_only: bool) -> dict:
             )
     if partitions <= 0:
         return fail(ec.INVALID_PARTITIONS, "Number of partitions must be larger than 0.")
+    if partitions > MAX_PARTITIONS_PER_TOPIC:
+        # Each partition is a directory with preallocated indexes: a request must not be able
+        # to fill the disk with them.
+        return fail(ec.INVALID_PARTITIONS,
+                    f"Number of partitions {partitions} is above this server's limit of "
+                    f"{MAX_PARTITIONS_PER_TOPIC} per topic.")  # fmt: skip
     configs = {c["name"]: c["value"] for c in topic["configs"] if c["value"] is not None}
     try:
         LogConfig(configs)
