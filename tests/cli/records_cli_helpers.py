@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import io
 import json
-import shutil
 import subprocess
 import sys
 from contextlib import redirect_stderr
 from dataclasses import dataclass
 from pathlib import Path
 
+from console import kafkalog_exe, run_console
 from kafka.record import MemoryRecords as KpMemoryRecords
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "arrow"))
@@ -22,23 +22,9 @@ __all__ = ["T0", "KpBatch", "cli", "json_lines", "kafkalog_exe", "kp_batches", "
            "main_in_process"]  # fmt: skip
 
 
-def kafkalog_exe() -> list[str]:
-    exe = Path(sys.executable).with_name("kafkalog")
-    if exe.exists():
-        return [str(exe)]
-    found = shutil.which("kafkalog")
-    return [found] if found else [sys.executable, "-m", "kafkalog.cli.main"]
-
-
 def cli(*args, stdin: bytes | None = None, status: int | None = 0) -> subprocess.CompletedProcess:
     """The console script in a subprocess; checks the exit status unless ``status`` is None."""
-    proc = subprocess.run(
-        [*kafkalog_exe(), *map(str, args)], input=stdin, capture_output=True, timeout=120,
-        check=False,
-    )  # fmt: skip
-    if status is not None:
-        assert proc.returncode == status, (proc.returncode, proc.stderr.decode()[-2000:])
-    return proc
+    return run_console(*args, stdin=stdin, status=status, text=False)
 
 
 @dataclass

@@ -12,10 +12,10 @@ import os
 import shutil
 import struct
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from console import kafkalog_exe, run_console
 from dump_testing import run_dump
 from kafka.record import MemoryRecords as KpMemoryRecords
 from kafka.record.default_records import DefaultRecordBatchBuilder
@@ -24,24 +24,9 @@ from kafka.record.legacy_records import LegacyRecordBatchBuilder
 CODEC_IDS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 
 
-def kafkalog_exe() -> list[str]:
-    exe = Path(sys.executable).with_name("kafkalog")
-    if exe.exists():
-        return [str(exe)]
-    found = shutil.which("kafkalog")
-    if found:
-        return [found]
-    return [sys.executable, "-m", "kafkalog.cli.main"]
-
-
 def run_script(*args: str, check_status: int | None = None) -> subprocess.CompletedProcess:
     """The real console script in a subprocess (end-to-end tests)."""
-    proc = subprocess.run(
-        [*kafkalog_exe(), *args], capture_output=True, text=True, timeout=120, check=False
-    )
-    if check_status is not None:
-        assert proc.returncode == check_status, (proc.returncode, proc.stdout, proc.stderr)
-    return proc
+    return run_console(*args, status=check_status)
 
 
 def run(*args: str, check_status: int | None = None) -> subprocess.CompletedProcess:

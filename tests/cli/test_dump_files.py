@@ -9,11 +9,11 @@ import os
 import select
 import struct
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
+from console import kafkalog_exe
 from dump_testing import json_lines, run_dump
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -282,9 +282,7 @@ def test_progress_bar_on_a_terminal_and_identical_stdout(tmp_path: Path) -> None
     big = tmp_path / f"{0:020d}.log"
     with open(big, "wb") as f:
         f.truncate(65 * 1024 * 1024)  # sparse: a preallocated, never written segment
-    exe = Path(sys.executable).with_name("kafkalog")
-    command = [str(exe)] if exe.exists() else [sys.executable, "-m", "kafkalog.cli.main"]
-    command += ["dump", str(big)]
+    command = [*kafkalog_exe(), "dump", str(big)]
     piped = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
     master, slave = os.openpty()
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=slave)

@@ -13,10 +13,10 @@ import json
 import shutil
 import struct
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from console import run_console
 from kafka.record import MemoryRecordsBuilder as KpBuilder
 
 from kafkalog.format.crc import crc32c
@@ -30,19 +30,10 @@ needs_fixtures = pytest.mark.skipif(
 )
 
 
-def kafkalog_exe() -> list[str]:
-    exe = Path(sys.executable).with_name("kafkalog")
-    if exe.exists():
-        return [str(exe)]
-    found = shutil.which("kafkalog")
-    return [found] if found else [sys.executable, "-m", "kafkalog.cli.main"]
-
-
 def run(*args: str | Path, status: int, script: bool = False) -> subprocess.CompletedProcess:
     """``kafkalog verify ARGS``: in-process, or (``script``) the real console script."""
     if script:
-        proc = subprocess.run([*kafkalog_exe(), "verify", *map(str, args)], capture_output=True,
-                              text=True, timeout=120, check=False)  # fmt: skip
+        proc = run_console("verify", *args)
     else:
         from kafkalog.cli.main import main
 

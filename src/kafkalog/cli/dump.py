@@ -201,6 +201,15 @@ def run(args: argparse.Namespace) -> int:
     if not files:
         print("kafkalog dump: no files given (positional FILE or --files)", file=sys.stderr)
         return EXIT_USAGE
+    directories = [path for path in files if os.path.isdir(path)]
+    if directories:
+        print(
+            f"kafkalog dump: {directories[0]} is a directory; dump reads files (give them, e.g. "
+            f"{os.path.join(directories[0], '*.log')}), 'kafkalog verify' or 'kafkalog stats' "
+            f"read whole directories",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     internal = args.offsets_decoder or args.transaction_log_decoder or args.cluster_metadata_decoder
     if internal and (args.key_decoder or args.value_decoder):
         print(

@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import base64
 import os
+import struct
 
-from ..errors import KafkalogError
+from ..errors import CorruptRecordError, KafkalogError
 from ..format import Batch, ControlRecordType, RecordsScan, Tail, TimestampType, fast
 from ..format.constants import MAGIC_VALUE_V0, MAGIC_VALUE_V2
 from ..format.control import decode_control_type, decode_end_txn_marker
 from ..format.record import Header, Record
 from ..log.errors import InvalidFileNameError
 from ..log.naming import parse_snapshot_file_name
+from ..log.verify_tail import partial_tail_problem
 from .dump_common import FileDump, open_buffer, optional_long, segment_start_offset
 from .dump_kafka_json import java_json
 from .dump_payload import Parsed, control_json
@@ -34,6 +36,7 @@ __all__ = [
 
 
 _COLUMNAR_MIN_RECORDS = 16
+_ENTRY_OFFSET = struct.Struct(">q")
 
 
 def records_of(batch: Batch) -> list[Record]:
@@ -78,16 +81,20 @@ def control_fields(record: Record) -> tuple[int, str, int | None]:
 class LogDump(FileDump):
     """One ``.log`` (or ``.checkpoint``) file: a header line, batches, records, trailing bytes."""
 
+    _cut_inside_entry = False  # --max-bytes stopped inside an entry that the file holds whole
+
     def dump(self, progress: Progress) -> None:
         with open_buffer(self.path) as buf:
             limit = self.options.max_bytes
             view = buf if limit is None else buf[:limit]
             try:
-                self._dump(view, truncated=limit is not None, progress=progress)
+                self._dump(view, buf, truncated=limit is not None, progress=progress)
             finally:
                 del view
 
-    def _dump(self, view: memoryview, *, truncated: bool, progress: Progress) -> None:
+    def _dump(
+        self, view: memoryview, whole: memoryview, *, truncated: bool, progress: Progress
+    ) -> None:
         self.begin()
         scan = RecordsScan(view)
         batches = records = 0
@@ -136,10 +143,35 @@ class LogDump(FileDump):
             done += size
             progress.advance(size)
         progress.advance(len(view) - done)
-        # A tail cut by --max-bytes is where we stopped reading, not a problem of the file.
-        if scan.error is not None and not (truncated and scan.tail == Tail.PARTIAL):
-            self.error(scan.error)
+        problem = self._tail_problem(scan, whole, truncated)
+        if problem is not None:
+            self.error(problem)
         self.end(scan, batches, records, truncated)
+
+    def _tail_problem(
+        self, scan: RecordsScan, whole: memoryview, truncated: bool
+    ) -> KafkalogError | None:
+        """What is wrong where the walk stopped, judged on the whole file: where --max-bytes
+        cut an entry, the bytes read so far may look like a torn or zero tail but are not."""
+        at = scan.valid_bytes
+        if truncated and scan.tail in (Tail.PARTIAL, Tail.ZEROS) and at < len(whole):
+            peek = RecordsScan(whole[at:], position_base=at)
+            if next(iter(peek), None) is not None:
+                self._cut_inside_entry = True
+                return None  # a complete entry of the file starts where --max-bytes cut
+            scan = peek
+        if scan.tail == Tail.PARTIAL:
+            damage = partial_tail_problem(
+                whole,
+                at,
+                max_batch_size=self.options.max_message_size,
+                limit_name="--max-message-size",
+            )
+            if damage is None:
+                return None  # a torn append: kafka-dump-log's "Found N invalid bytes" line
+            offset = _ENTRY_OFFSET.unpack_from(whole, at)[0]
+            return CorruptRecordError(damage, position=at, offset=offset)
+        return scan.error
 
     # -- output ---------------------------------------------------------------------------------
 
@@ -202,7 +234,7 @@ class LogDump(FileDump):
                     "records": records,
                     "validBytes": scan.valid_bytes,
                     "invalidBytes": scan.invalid_bytes,
-                    "tail": scan.tail,
+                    "tail": Tail.PARTIAL if self._cut_inside_entry else scan.tail,
                     "error": self.errors[0].message if self.errors else None,
                 }
             )

@@ -27,6 +27,7 @@ import itertools
 from pathlib import Path
 
 from ..errors import CorruptIndexError
+from ..format import Tail
 from .naming import offset_index_file, time_index_file, transaction_index_file
 from .offset_index import OffsetIndex, OffsetPosition
 from .time_index import TimeIndex
@@ -95,6 +96,10 @@ class _OffsetIndexCheck:
                 )  # fmt: skip
 
     def finish(self, scan: LogScan) -> None:
+        left = [(n, offset) for offset, (n, _) in self.pending.items()]
+        left += [(n, offset) for _, offset, n in self.entries[self.next :]]
+        if _past_unreadable(left, scan, self.sink, self.path):
+            return
         for offset, (n, position) in self.pending.items():
             self._mismatch(n, position, offset, f"the log's last offset is {scan.last_offset}")
         for position, offset, n in self.entries[self.next :]:
@@ -139,8 +144,29 @@ class _TimeIndexCheck:
                 )  # fmt: skip
 
     def finish(self, scan: LogScan) -> None:
+        left = [(n, offset) for offset, _, n in self.entries[self.next :]]
+        if _past_unreadable(left, scan, self.sink, self.path):
+            return
         for offset, timestamp, n in self.entries[self.next :]:
             self._mismatch(n, timestamp, offset, f"the log's last offset is {scan.last_offset}")
+
+
+def _past_unreadable(left: list[tuple[int, int]], scan: LogScan, sink, path: str) -> bool:
+    """One finding for the ``(entry number, offset)`` entries left unchecked because the log
+    stops being readable before them: they follow from the log's own finding there, and one
+    line per entry would bury it. False when the log reads to its end (each is a mismatch)."""
+    if not left or scan.tail == Tail.NONE:
+        return False
+    numbers = sorted(n for n, _ in left)
+    first = min(offset for _, offset in left)
+    sink.info(
+        "index-past-unreadable", path,
+        f"{len(left)} entries (entry {numbers[0]} to {numbers[-1]}, from offset {first}) point "
+        f"past position {scan.valid_bytes}, where the log stops being readable ({scan.tail} "
+        f"tail, reported on the log): not checked",
+        offset=first,
+    )  # fmt: skip
+    return True
 
 
 def written_entries(index) -> list:

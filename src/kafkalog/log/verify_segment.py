@@ -4,7 +4,8 @@
 The log is walked once, as Kafka's recovery would (FileRecords/RecordsScan): every batch's CRC,
 its header rules and, deep, every record; offsets must increase from the segment's base offset. How
 the file ends matters: a partial last batch is what a live broker's active segment has while it
-appends (a warning there, an error in a rolled segment, which Kafka completed before rolling); a
+appends (a warning there, an error in a rolled segment, which Kafka completed before rolling),
+unless its size field is damaged (:mod:`.verify_tail`: an error wherever it is); a
 zero-filled tail is preallocated space never written, left by an unclean shutdown (an error, as
 recovery truncates it); bytes that cannot be a batch header are corrupt (an error).
 Index checks ride along the walk as observers (:mod:`.verify_index`), so no batch is held.
@@ -23,6 +24,7 @@ from ..format import Batch, ControlRecordType, RecordsScan, Tail
 from ..format.constants import CONTROL_FLAG_MASK, MAGIC_VALUE_V2
 from ..format.control import decode_control_type
 from .verify_report import FindingSink
+from .verify_tail import DEFAULT_MAX_MESSAGE_BYTES, partial_tail_problem
 
 __all__ = ["BatchFacts", "LogScan", "ReadOnlyMap", "scan_log"]
 
@@ -302,7 +304,14 @@ def _check_tail(view, records: RecordsScan, scan: LogScan, sink, floor, *, activ
             offset is None or floor is None or offset > floor
         )
         what = f"an incomplete last batch: {left} of its {size + 12 if size else '?'} bytes"
-        if not plausible:
+        damage = partial_tail_problem(view, at, max_batch_size=DEFAULT_MAX_MESSAGE_BYTES)
+        if damage is not None:
+            sink.error(
+                "corrupt-framing", path,
+                f"{damage} (Kafka's recovery would truncate the file here)",
+                position=at, offset=offset,
+            )  # fmt: skip
+        elif not plausible:
             sink.error(
                 "corrupt-framing", path,
                 f"{left} trailing bytes do not start a plausible batch (offset {offset}, size "
