@@ -20,6 +20,7 @@ from .operate import (
     EXIT_PROBLEMS,
     UsageError,
     add_target_arguments,
+    bounded_int,
     cleanup_policy,
     guarded,
     index_problem,
@@ -60,7 +61,7 @@ def add_parser(commands) -> None:
         help="clean whatever is cleanable, whatever the dirty ratio (min.cleanable.dirty.ratio)",
     )
     parser.add_argument(
-        "--now-ms", type=int, metavar="MS", help="the time tombstone and lag rules use"
+        "--now-ms", type=bounded_int(0), metavar="MS", help="the time tombstone and lag rules use"
     )
     parser.add_argument(
         "--verbose", action="store_true", help="list every removed record (up to 1000 a log)"
@@ -75,6 +76,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from ..log.cleaner import clean
+    from ..log.manager import CONFIG_FROM_DEFAULTS
 
     target = resolve_target(args.path, topics=args.topic, internal=False)
     now = args.now_ms if args.now_ms is not None else int(time.time() * 1000)
@@ -93,7 +95,10 @@ def _run(args: argparse.Namespace) -> int:
             log = entry.log
             problem = index_problem(log) if log.config.compact else None
             if not log.config.compact:
-                skipped.append((entry.directory, cleanup_policy(log.config)))
+                policy = cleanup_policy(log.config)
+                if entry.config_source == CONFIG_FROM_DEFAULTS:
+                    policy += " (Kafka's default, assumed: nothing records this topic's configs)"
+                skipped.append((entry.directory, policy))
             elif problem is not None:
                 print(f"kafkalog compact: {entry.directory.name}: {problem}", file=sys.stderr)
                 status = EXIT_PROBLEMS

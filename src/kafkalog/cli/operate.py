@@ -41,6 +41,8 @@ __all__ = [
     "Target",
     "UsageError",
     "add_target_arguments",
+    "bounded_int",
+    "checkpoint_problems",
     "cleanup_policy",
     "format_time",
     "guarded",
@@ -76,6 +78,8 @@ class PartitionLog:
     directory: Path
     log: Log | None
     error: str | None = None
+    # Where the topic's configs came from (kafkalog.log.manager's CONFIG_FROM_* values).
+    config_source: str = "defaults"
 
 
 def add_target_arguments(parser: argparse.ArgumentParser, *, what: str) -> None:
@@ -87,6 +91,22 @@ def add_target_arguments(parser: argparse.ArgumentParser, *, what: str) -> None:
         help="only this topic's partitions (repeatable)",
     )
     parser.add_argument("--json", action="store_true", help="one JSON object per line")
+
+
+def bounded_int(low: int, high: int = (1 << 63) - 1) -> Callable[[str], int]:
+    """An argparse ``type`` for a whole number in ``low..high`` (a Java long by default): a
+    value out of range is a usage error (exit 2), not a surprise later."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{value} is not in {low}..{high}")
+        return value
+
+    return parse
 
 
 def resolve_target(path: str, *, topics: list[str] | None = None, internal: bool = True) -> Target:
@@ -171,16 +191,47 @@ def _topic_configs(data_dir: Path):
 
 
 def _checkpoints(data_dir: Path) -> dict[str, dict]:
+    """The data directory's recovery points and log start offsets, as a broker's startup reads
+    them: a malformed file counts as empty (see :func:`checkpoint_problems`)."""
+    return {name: offsets for name, (offsets, _) in _read_checkpoints(data_dir).items()}
+
+
+def _read_checkpoints(data_dir: Path) -> dict[str, tuple[dict, Exception | None]]:
     from ..log.checkpoints import (
         LOG_START_OFFSET_CHECKPOINT,
         RECOVERY_POINT_OFFSET_CHECKPOINT,
-        read_offset_checkpoint,
+        read_offset_checkpoint_or_reset,
     )
 
-    found = {}
-    for name in (RECOVERY_POINT_OFFSET_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT):
-        path = data_dir / name
-        found[name] = read_offset_checkpoint(path) if path.is_file() else {}
+    return {
+        name: read_offset_checkpoint_or_reset(data_dir / name)
+        for name in (RECOVERY_POINT_OFFSET_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT)
+    }
+
+
+def checkpoint_problems(target: Target) -> list[tuple[Path, str]]:
+    """The data directory's malformed offset checkpoints, each with what a broker's startup
+    does about it (Kafka's LogManager warns and resets rather than refusing to start)."""
+    from ..log.checkpoints import RECOVERY_POINT_OFFSET_CHECKPOINT
+
+    found = []
+    for name, (_, problem) in _read_checkpoints(target.data_dir).items():
+        if problem is None:
+            continue
+        line = getattr(problem, "line", None)
+        reset = (
+            "recovery points count as 0 (an unclean shutdown re-checks every segment)"
+            if name == RECOVERY_POINT_OFFSET_CHECKPOINT
+            else "log start offsets count as the first segments' base offsets"
+        )
+        at = f" (line {line})" if line is not None else ""
+        found.append(
+            (
+                target.data_dir / name,
+                f"{problem.message}{at}: {reset}, as a broker's startup does; "
+                f"--apply rewrites the file",
+            )
+        )
     return found
 
 
@@ -216,9 +267,9 @@ def open_logs(
     directory's lock, their checkpoint entries brought up to date on closing.
     ``full_recovery`` re-checks every segment; ``prepare`` is called with each partition
     directory under the lock, before it is opened."""
-    whole = target.is_data_dir and not target.filtered and prepare is None and not full_recovery
+    whole = target.is_data_dir and not target.filtered and not full_recovery
     if writable and whole:
-        with _open_data_dir(target, clock) as logs:
+        with _open_data_dir(target, clock, prepare) as logs:
             yield logs
         return
     from ..log.dir_lock import DataDirLock
@@ -247,7 +298,8 @@ def open_logs(
                         raise
                     opened.append(PartitionLog(directory, None, _describe(e)))
                     continue
-                opened.append(PartitionLog(directory, log))
+                topic = _topic_of(directory) or ""
+                opened.append(PartitionLog(directory, log, None, configs.config_source(topic)))
             yield opened
         finally:
             for entry in opened:
@@ -258,8 +310,12 @@ def open_logs(
 
 
 def _describe(e: Exception) -> str:
+    from ..log.checkpoints import LEADER_EPOCH_CHECKPOINT
+
     if isinstance(e, OSError) and not isinstance(e, KafkalogError):
         return f"{e.filename or 'reading'}: {e.strerror or e}"
+    if isinstance(e, KafkalogError) and str(e.path or "").endswith(LEADER_EPOCH_CHECKPOINT):
+        return f"{e} (kafkalog recover --apply rebuilds it from the batches)"
     return str(e)
 
 
@@ -279,13 +335,13 @@ def index_problem(log) -> str | None:
 
 
 @contextlib.contextmanager
-def _open_data_dir(target: Target, clock) -> Iterator[list[PartitionLog]]:
+def _open_data_dir(target: Target, clock, prepare) -> Iterator[list[PartitionLog]]:
     from ..log.manager import LogManager
 
-    with LogManager(target.data_dir, writable=True, clock=clock) as manager:
+    with LogManager(target.data_dir, writable=True, clock=clock, prepare=prepare) as manager:
         wanted = set(target.partitions)
         yield [
-            PartitionLog(log.dir, log)
+            PartitionLog(log.dir, log, None, manager.config_source(tp.topic))
             for tp, log in sorted(manager.logs.items(), key=lambda i: (i[0].topic, i[0].partition))
             if log.dir in wanted
         ]
@@ -337,7 +393,8 @@ def format_time(ms: int | None) -> str:
 
 
 def write_json(obj: dict) -> None:
-    sys.stdout.write(json.dumps(obj) + "\n")
+    """One compact JSON object per line, as ``dump --json`` and ``consume --json`` write."""
+    sys.stdout.write(json.dumps(obj, separators=(",", ":"), ensure_ascii=False) + "\n")
 
 
 def relative(path: str | os.PathLike, root: Path) -> str:

@@ -17,6 +17,7 @@ from .operate import (
     EXIT_PROBLEMS,
     Target,
     add_target_arguments,
+    checkpoint_problems,
     guarded,
     open_logs,
     partition_offsets,
@@ -91,6 +92,7 @@ def _run(args: argparse.Namespace) -> int:
                 )
             )
             progress.advance(total_bytes([str(directory)]))
+    dir_actions = _checkpoint_actions(target)
     problems = any(p.bytes_cut or p.unreadable for p in plans)
     unreadable = [Path(p.directory).name for p in plans if p.unreadable]
     if args.apply and unreadable and not args.full:
@@ -104,6 +106,9 @@ def _run(args: argparse.Namespace) -> int:
     if args.apply:
         notes = _apply(target, args)
     if args.json:
+        for action in dir_actions:
+            write_json({"type": "action", "partition": None, "applied": args.apply,
+                        **action.to_dict()})  # fmt: skip
         for plan in plans:
             write_json(
                 {
@@ -128,18 +133,38 @@ def _run(args: argparse.Namespace) -> int:
         if args.apply:
             for name, note in notes:
                 write_json({"type": "note", "partition": name, "message": note})
-        write_json(_summary(target, plans, args))
+        write_json(_summary(target, plans, dir_actions, args))
     else:
-        _print_text(target, plans, args, notes if args.apply else [])
+        _print_text(target, plans, dir_actions, args, notes if args.apply else [])
     sys.stdout.flush()
     return EXIT_PROBLEMS if problems else EXIT_OK
 
 
+def _checkpoint_actions(target: Target) -> list:
+    """The data directory's malformed offset checkpoints, rewritten by --apply."""
+    from ..log.recovery_plan import REWRITE_CHECKPOINT, RecoveryAction
+
+    return [
+        RecoveryAction(action=REWRITE_CHECKPOINT, path=str(path), reason=why)
+        for path, why in checkpoint_problems(target)
+    ]
+
+
 def _apply(target: Target, args: argparse.Namespace) -> list[tuple[str, str]]:
     """Recover; what the loader did, and where it put what it took out, per partition."""
+    from ..log.leader_epoch_repair import describe_epochs, rebuild_leader_epoch_checkpoint
+
     before = _quarantines(target)
     notes: list[tuple[str, str]] = []
-    with open_logs(target, writable=True, full_recovery=args.full) as logs:
+
+    def repair(directory: Path) -> None:
+        # Opening fails on a malformed leader-epoch-checkpoint: rebuild it first.
+        entries, moved = rebuild_leader_epoch_checkpoint(directory)
+        if moved is not None:
+            notes.append((directory.name, f"leader-epoch-checkpoint rebuilt from the batches: "
+                                          f"{describe_epochs(entries)}"))  # fmt: skip
+
+    with open_logs(target, writable=True, full_recovery=args.full, prepare=repair) as logs:
         for entry in logs:
             notes.extend((entry.directory.name, note) for note in entry.log.load_notes)
     for folder in sorted(_quarantines(target) - before):
@@ -158,7 +183,7 @@ def _quarantines(target: Target) -> set[Path]:
     }
 
 
-def _summary(target: Target, plans, args) -> dict:
+def _summary(target: Target, plans, dir_actions, args) -> dict:
     return {
         "type": "summary",
         "path": str(target.path),
@@ -166,7 +191,7 @@ def _summary(target: Target, plans, args) -> dict:
         "full": args.full,
         "partitions": len(plans),
         "partitionsChanged": sum(p.changes for p in plans),
-        "actions": sum(len(p.actions) for p in plans),
+        "actions": len(dir_actions) + sum(len(p.actions) for p in plans),
         "bytesCut": sum(p.bytes_cut for p in plans),
     }
 
@@ -208,8 +233,8 @@ def _action_lines(plan, target: Target) -> list[str]:
     return lines
 
 
-def _print_text(target: Target, plans, args, notes) -> None:
-    out = []
+def _print_text(target: Target, plans, dir_actions, args, notes) -> None:
+    out = [f"{relative(a.path, target.path)}: {a.action}: {a.reason}" for a in dir_actions]
     for plan in plans:
         if not plan.actions:
             continue
@@ -223,7 +248,7 @@ def _print_text(target: Target, plans, args, notes) -> None:
         out.append("")
         out.append("done:")
         out.extend(f"  {name}: {note}" for name, note in notes)
-    s = _summary(target, plans, args)
+    s = _summary(target, plans, dir_actions, args)
     verb = "would change" if not args.apply else "changed"
     out.append(
         f"{'dry run: ' if not args.apply else ''}{s['partitionsChanged']} of {s['partitions']} "

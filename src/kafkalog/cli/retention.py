@@ -11,12 +11,15 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from dataclasses import dataclass
+from pathlib import Path
 
 from ..errors import KafkalogError
 from .operate import (
     EXIT_OK,
     EXIT_PROBLEMS,
     add_target_arguments,
+    bounded_int,
     cleanup_policy,
     format_time,
     guarded,
@@ -35,9 +38,10 @@ examples:
   kafkalog retention --topic clicks /var/lib/kafka/data
   kafkalog retention --now-ms 1767225600000 /var/lib/kafka/data   # as of another time
   kafkalog retention --apply /var/lib/kafka/data/clicks-0   # delete (stop the broker first)
+  kafkalog retention --apply --assume-defaults copied-data/   # no topic configs recorded there
 
-exit status: 0 done, 1 a partition could not be read, 2 usage error, 3 I/O error or the data
-directory is locked by a running broker
+exit status: 0 done, 1 a partition could not be read (or --apply refused to delete by assumed
+configs), 2 usage error, 3 I/O error or the data directory is locked by a running broker
 """
 
 
@@ -48,7 +52,10 @@ def add_parser(commands) -> None:
         description="Apply each topic's retention now: segments below the log start offset, "
         "and for cleanup.policy=delete (or compact,delete) the oldest segments whose newest "
         "record is older than retention.ms and those beyond retention.bytes. The topic's "
-        "configs come from the KRaft metadata log, kafkalog-topics.json, or Kafka's defaults.",
+        "configs come from the KRaft metadata log, kafkalog-topics.json, the configs Kafka "
+        "creates its internal topics with (__consumer_offsets and __transaction_state are "
+        "compacted), or else Kafka's defaults, flagged as assumed: --apply deletes nothing by "
+        "assumed configs without --assume-defaults.",
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -57,7 +64,13 @@ def add_parser(commands) -> None:
         "--apply", action="store_true", help="delete the segments (default: a dry run)"
     )
     parser.add_argument(
-        "--now-ms", type=int, metavar="MS", help="evaluate retention.ms as of this time"
+        "--now-ms", type=bounded_int(0), metavar="MS", help="evaluate retention.ms as of this time"
+    )
+    parser.add_argument(
+        "--assume-defaults",
+        action="store_true",
+        help="let --apply delete segments of topics whose configs nothing records (Kafka's "
+        "defaults: cleanup.policy=delete, retention.ms=7 days)",
     )
     add_quiet_flag(parser)
     parser.set_defaults(run=run)
@@ -69,6 +82,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from ..log.clock import MockClock, SystemClock
+    from ..log.manager import CONFIG_FROM_DEFAULTS
     from ..log.retention_plan import plan_retention
 
     target = resolve_target(args.path, topics=args.topic, internal=False)
@@ -92,18 +106,40 @@ def _run(args: argparse.Namespace) -> int:
                 print(f"kafkalog retention: {entry.directory.name}: {problem}", file=sys.stderr)
                 status = EXIT_PROBLEMS
                 continue
+            assumed = entry.config_source == CONFIG_FROM_DEFAULTS
+            applied = args.apply
             try:
                 plan = plan_retention(log, now_ms=now)
-                if args.apply and plan.deletions:
+                if args.apply and plan.deletions and assumed and not args.assume_defaults:
+                    applied = False
+                    status = EXIT_PROBLEMS
+                    print(
+                        f"kafkalog retention: {entry.directory.name}: not applied: nothing "
+                        f"records topic {log.topic_partition.topic}'s configs here (no KRaft "
+                        f"metadata, no kafkalog-topics.json entry), so Kafka's defaults are "
+                        f"assumed ({_policy(log.config)}); run with --assume-defaults to "
+                        f"delete by them",
+                        file=sys.stderr,
+                    )
+                elif args.apply and plan.deletions:
                     log.delete_old_segments()
             except KafkalogError as e:  # this partition's data: the others go on
                 print(f"kafkalog retention: {entry.directory.name}: {e}", file=sys.stderr)
                 status = EXIT_PROBLEMS
                 continue
-            results.append((entry.directory, log.config, plan))
+            results.append(_Result(entry.directory, log.config, plan, assumed, applied))
             progress.advance(log.size_in_bytes())
     _report(target, results, args)
     return status
+
+
+@dataclass(slots=True)
+class _Result:
+    directory: Path
+    config: object  # LogConfig
+    plan: object  # RetentionPlan
+    assumed: bool  # nothing records the topic's configs: Kafka's defaults assumed
+    applied: bool
 
 
 def _policy(config) -> str:
@@ -115,7 +151,8 @@ def _policy(config) -> str:
 
 def _report(target, results, args: argparse.Namespace) -> None:
     if args.json:
-        for directory, config, plan in results:
+        for r in results:
+            directory, config, plan = r.directory, r.config, r.plan
             write_json(
                 {
                     "type": "partition",
@@ -124,7 +161,8 @@ def _report(target, results, args: argparse.Namespace) -> None:
                     "cleanupPolicy": cleanup_policy(config),
                     "retentionMs": config["retention.ms"],
                     "retentionBytes": config["retention.bytes"],
-                    "applied": args.apply,
+                    "configsAssumed": r.assumed,
+                    "applied": r.applied and bool(plan.deletions),
                     "logStartOffset": plan.log_start_offset,
                     "newLogStartOffset": plan.new_log_start_offset,
                     "bytesDeleted": plan.bytes_deleted,
@@ -134,13 +172,17 @@ def _report(target, results, args: argparse.Namespace) -> None:
         write_json(_summary(target, results, args))
         return
     lines = []
-    for directory, config, plan in results:
+    for r in results:
+        directory, config, plan = r.directory, r.config, r.plan
         if not plan.deletions:
             continue
+        assumed = " (Kafka's defaults assumed: nothing records this topic's configs)"
+        refused = "; not applied" if args.apply and not r.applied else ""
         lines.append(
-            f"{directory.name}: {_policy(config)}: {plural(len(plan.deletions), 'segment')}, "
+            f"{directory.name}: {_policy(config)}{assumed if r.assumed else ''}: "
+            f"{plural(len(plan.deletions), 'segment')}, "
             f"{plan.bytes_deleted} bytes; log start offset {plan.log_start_offset} -> "
-            f"{plan.new_log_start_offset}"
+            f"{plan.new_log_start_offset}{refused}"
         )
         for d in plan.deletions:
             active = ", the active segment (a new one is rolled first)" if d.active else ""
@@ -155,17 +197,27 @@ def _report(target, results, args: argparse.Namespace) -> None:
     lines.append(
         f"{verb} {segments} ({s['bytes']} bytes) in {s['partitionsChanged']} of {partitions}"
         + ("; run with --apply to delete them" if not args.apply and s["segments"] else "")
+        + (
+            f"; {plural(s['partitionsRefused'], 'partition')} left alone (configs assumed)"
+            if s["partitionsRefused"]
+            else ""
+        )
     )
     sys.stdout.write("\n".join(lines) + "\n")
 
 
 def _summary(target, results, args) -> dict:
+    # Applied: what was deleted; a dry run: what would be (refused partitions count in neither).
+    counted = [r.plan for r in results if r.applied or not args.apply]
     return {
         "type": "summary",
         "path": str(target.path),
         "dryRun": not args.apply,
         "partitions": len(results),
-        "partitionsChanged": sum(bool(plan.deletions) for _, _, plan in results),
-        "segments": sum(len(plan.deletions) for _, _, plan in results),
-        "bytes": sum(plan.bytes_deleted for _, _, plan in results),
+        "partitionsChanged": sum(bool(plan.deletions) for plan in counted),
+        "segments": sum(len(plan.deletions) for plan in counted),
+        "bytes": sum(plan.bytes_deleted for plan in counted),
+        "partitionsRefused": sum(bool(r.plan.deletions) and not r.applied for r in results)
+        if args.apply
+        else 0,
     }

@@ -21,7 +21,6 @@ from ..format import TimestampType
 from .operate import (
     EXIT_OK,
     EXIT_PROBLEMS,
-    UsageError,
     add_target_arguments,
     cleanup_policy,
     format_time,
@@ -53,6 +52,7 @@ class PartitionStats:
     topic: str | None
     partition: int | None
     cleanup_policy: str = "delete"
+    configs_assumed: bool = False  # nothing records the topic's configs: Kafka's defaults
     size: int = 0  # bytes of .log files
     files_size: int = 0  # bytes of every file in the directory
     segments: int = 0
@@ -102,6 +102,7 @@ class PartitionStats:
             "controlBatches": self.control_batches,
             "offsetGaps": self.offset_gaps,
             "cleanupPolicy": self.cleanup_policy,
+            "configsAssumed": self.configs_assumed,
             "cleanerOffset": self.cleaner_offset,
             "dirtyRatio": self.dirty_ratio,
             "error": self.error,
@@ -132,10 +133,11 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     if args.plot:
-        try:
-            import matplotlib  # noqa: F401  (checked before the long read)
-        except ImportError:
-            raise UsageError("--plot needs matplotlib: pip install 'kafkalog[plot]'") from None
+        from .stats_plot import check_plot_path
+
+        check_plot_path(args.plot)
+    from ..log.manager import CONFIG_FROM_DEFAULTS
+
     target = resolve_target(args.path, topics=args.topic)
     results: list[PartitionStats] = []
     total = total_bytes([str(p) for p in target.partitions])
@@ -145,6 +147,7 @@ def _run(args: argparse.Namespace) -> int:
     ):
         for entry in logs:
             stats = _new(entry.directory)
+            stats.configs_assumed = entry.config_source == CONFIG_FROM_DEFAULTS
             if entry.log is None:
                 stats.error = entry.error
             else:
@@ -282,7 +285,7 @@ def _print_table(root: Path, results: list[PartitionStats]) -> None:
     rows = []
     for s in results:
         codecs = ",".join(sorted(s.codecs)) or "-"
-        policy = s.cleanup_policy
+        policy = s.cleanup_policy + ("?" if s.configs_assumed else "")
         if s.dirty_ratio is not None:
             policy += f" (dirty {s.dirty_ratio:.2f})"
         rows.append(
@@ -315,4 +318,9 @@ def _print_table(root: Path, results: list[PartitionStats]) -> None:
         f"{summary['segments']} segments, {_size(summary['sizeBytes'])}, {summary['batches']} "
         f"batches, {summary['records']} records"
     )
+    if any(s.configs_assumed for s in results):
+        lines.append(
+            "POLICY?: nothing records the topic's configs here (no KRaft metadata, no "
+            "kafkalog-topics.json entry): Kafka's defaults assumed"
+        )
     sys.stdout.write("\n".join(lines) + "\n")

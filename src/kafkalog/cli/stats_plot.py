@@ -7,9 +7,36 @@ producers' clocks differ, which draws as a short step back). Drawn off-screen (A
 
 from __future__ import annotations
 
+import os
 from itertools import accumulate
+from pathlib import Path
+
+from .operate import UsageError
 
 _MAX_LINES = 20  # beyond this the legend is useless: the largest partitions are drawn
+
+
+def check_plot_path(path: str) -> None:
+    """Fail before the long read, not after it: matplotlib must be there, know the file's
+    format by its extension (``pgf`` needs LaTeX: refused too), and its folder must exist."""
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+    except ImportError:
+        raise UsageError("--plot needs matplotlib: pip install 'kafkalog[plot]'") from None
+    formats = sorted(set(FigureCanvasAgg.get_supported_filetypes()) - {"pgf"})
+    extension = Path(path).suffix.lower().lstrip(".")
+    if extension not in formats:
+        said = f"extension .{extension}" if extension else "no extension"
+        raise UsageError(
+            f"--plot {path}: {said}; name a file ending in one of: "
+            + ", ".join(f".{f}" for f in formats)
+        )
+    folder = Path(path).parent
+    if not folder.is_dir():
+        raise FileNotFoundError(2, "No such directory for --plot", str(folder))
+    if not os.access(folder, os.W_OK):
+        raise PermissionError(13, "Permission denied (cannot write the --plot file there)",
+                              str(folder))  # fmt: skip
 
 
 def plot(results: list, path: str) -> None:

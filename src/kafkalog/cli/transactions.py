@@ -22,6 +22,7 @@ from .operate import (
     EXIT_OK,
     EXIT_PROBLEMS,
     add_target_arguments,
+    bounded_int,
     format_time,
     guarded,
     open_logs,
@@ -111,13 +112,15 @@ def add_parser(commands) -> None:
     parser.add_argument("--all", action="store_true", help="list committed transactions too")
     parser.add_argument(
         "--timeout-ms",
-        type=int,
+        type=bounded_int(1),
         default=DEFAULT_TIMEOUT_MS,
         metavar="MS",
         help=f"an open transaction older than this is hanging (default {DEFAULT_TIMEOUT_MS}, "
         f"Kafka's transaction.max.timeout.ms)",
     )
-    parser.add_argument("--now-ms", type=int, metavar="MS", help="the time to judge ages by")
+    parser.add_argument(
+        "--now-ms", type=bounded_int(0), metavar="MS", help="the time to judge ages by"
+    )
     add_quiet_flag(parser)
     parser.set_defaults(run=run)
 

@@ -29,6 +29,7 @@ exit status: 0 no errors (warnings allowed), 1 errors found, 2 usage error, 3 I/
 """
 
 _ORDER = {ERROR: 0, WARNING: 1, INFO: 2}
+_COMPACT = {"separators": (",", ":"), "ensure_ascii": False}  # as every --json of kafkalog
 
 
 def add_parser(commands) -> None:
@@ -91,10 +92,10 @@ def _print_json(report: VerifyReport, *, quiet: bool) -> None:
     out = sys.stdout
     if not quiet:
         for summary in report.partitions:
-            out.write(json.dumps({"type": "partition", **summary.to_dict()}) + "\n")
+            out.write(json.dumps({"type": "partition", **summary.to_dict()}, **_COMPACT) + "\n")
     for finding in _sorted_findings(report, quiet):
-        out.write(json.dumps({"type": "finding", **finding.to_dict()}) + "\n")
-    out.write(json.dumps({"type": "summary", **report.summary_dict()}) + "\n")
+        out.write(json.dumps({"type": "finding", **finding.to_dict()}, **_COMPACT) + "\n")
+    out.write(json.dumps({"type": "summary", **report.summary_dict()}, **_COMPACT) + "\n")
 
 
 def _print_text(report: VerifyReport, *, quiet: bool) -> None:

@@ -51,6 +51,7 @@ __all__ = [
     "read_checkpoint_file",
     "read_leader_epoch_checkpoint",
     "read_offset_checkpoint",
+    "read_offset_checkpoint_or_reset",
     "read_text_file",
     "split_lines",
     "write_checkpoint_file",
@@ -251,6 +252,21 @@ def read_offset_checkpoint(path: str | os.PathLike) -> dict[TopicPartition, int]
     Kafka's map does)."""
     entries = read_checkpoint_file(path, version=CURRENT_VERSION, parse_entry=_parse_offset_entry)
     return dict(entries)
+
+
+def read_offset_checkpoint_or_reset(
+    path: str | os.PathLike,
+) -> tuple[dict[TopicPartition, int], CorruptCheckpointError | None]:
+    """A data directory's offset checkpoint as a broker's startup reads it: a missing file has
+    no entries, and so has a malformed one, with the error returned for a warning (Kafka's
+    LogManager resets recovery points to 0 and log start offsets to the first segments' bases,
+    then recovers, rather than refusing to start; the next checkpoint rewrites the file)."""
+    if not os.path.exists(path):
+        return {}, None
+    try:
+        return read_offset_checkpoint(path), None
+    except CorruptCheckpointError as e:
+        return {}, e
 
 
 def encode_offset_checkpoint(offsets: Mapping[TopicPartition, int]) -> bytes:

@@ -11,7 +11,9 @@ writes the checkpoints and the marker back, as a broker's clean shutdown does.
 
 Topic configs come from the newest KRaft ``__cluster_metadata`` records when a directory holds
 them, else from kafkalog's own ``kafkalog-topics.json`` at the directory's root (documented in
-docs/log.md), else Kafka's defaults. A new partition goes to the directory holding the fewest.
+docs/log.md), else, for Kafka's internal topics, the configs Kafka creates them with, else
+Kafka's defaults (:meth:`LogManager.config_source` says which). A new partition goes to the
+directory holding the fewest.
 """
 
 from __future__ import annotations
@@ -19,14 +21,14 @@ from __future__ import annotations
 import json
 import os
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from ..errors import KafkalogError
 from .checkpoints import (
     LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_OFFSET_CHECKPOINT,
-    read_offset_checkpoint,
+    read_offset_checkpoint_or_reset,
     write_file_atomically,
     write_offset_checkpoint,
 )
@@ -58,7 +60,17 @@ from .partition_metadata import (
     write_partition_metadata,
 )
 
-__all__ = ["PRODUCER_IDS_FILE_NAME", "TOPICS_FILE_NAME", "DataDirLockedError", "LogManager"]
+__all__ = [
+    "CONFIG_FROM_DEFAULTS",
+    "CONFIG_FROM_INTERNAL_TOPIC",
+    "CONFIG_FROM_METADATA",
+    "CONFIG_FROM_TOPICS_FILE",
+    "INTERNAL_TOPIC_CONFIGS",
+    "PRODUCER_IDS_FILE_NAME",
+    "TOPICS_FILE_NAME",
+    "DataDirLockedError",
+    "LogManager",
+]
 
 # Topic configs kafkalog understands; KRaft may carry others for a topic (quotas, tiering).
 _KNOWN = frozenset(LOG_CONFIG_DEFS)
@@ -66,6 +78,29 @@ TOPICS_FILE_NAME = "kafkalog-topics.json"
 TOPICS_FILE_VERSION = 1
 # Where kafkalog's server reserves producer id blocks, so ids never repeat across restarts.
 PRODUCER_IDS_FILE_NAME = "kafkalog-producer-ids.json"
+
+# What Kafka creates its internal topics with (GroupCoordinatorService.groupMetadataTopicConfigs,
+# TransactionCoordinator.transactionStateTopicConfigs, with the brokers' default
+# offsets.topic.segment.bytes and transaction.state.log.segment.bytes): a data directory copied
+# without its cluster's metadata still holds compacted logs there, never ones to expire.
+INTERNAL_TOPIC_CONFIGS: dict[str, dict[str, str]] = {
+    "__consumer_offsets": {
+        "cleanup.policy": "compact",
+        "compression.type": "producer",
+        "segment.bytes": str(100 << 20),
+    },
+    "__transaction_state": {
+        "cleanup.policy": "compact",
+        "compression.type": "uncompressed",
+        "unclean.leader.election.enable": "false",
+        "segment.bytes": str(100 << 20),
+    },
+}
+# Where a topic's configs came from (LogManager.config_source).
+CONFIG_FROM_METADATA = "metadata"  # the KRaft __cluster_metadata log
+CONFIG_FROM_TOPICS_FILE = "topicsFile"  # kafkalog-topics.json
+CONFIG_FROM_INTERNAL_TOPIC = "internalTopic"  # INTERNAL_TOPIC_CONFIGS
+CONFIG_FROM_DEFAULTS = "defaults"  # nothing recorded: Kafka's defaults assumed
 
 
 class LogManager:
@@ -78,14 +113,21 @@ class LogManager:
         writable: bool = False,
         create: bool = False,
         clock: Clock | None = None,
+        prepare: Callable[[Path], None] | None = None,
     ) -> None:
+        """``prepare``, if given, is called with each partition directory just before its log
+        is opened, under the lock when writable (a repair tool fixes what opening would fail
+        on)."""
         dirs = [data_dirs] if isinstance(data_dirs, (str, os.PathLike)) else list(data_dirs)
         self.data_dirs = [Path(d) for d in dirs]
         self.writable = writable
         self.clock = clock or SystemClock()
         self.logs: dict[TopicPartition, Log] = {}
         self.log_dir_of: dict[TopicPartition, Path] = {}
+        self._prepare = prepare
         self.skipped: list[tuple[Path, str]] = []  # directories that are not live partitions
+        # What opening tolerated as a broker does (a malformed checkpoint reset), to report.
+        self.warnings: list[str] = []
         self._locks: list[DataDirLock] = []
         self._topic_configs: dict[str, dict[str, str]] = {}
         self._topic_ids: dict[str, uuid.UUID] = {}
@@ -170,6 +212,8 @@ class LogManager:
                         f"one of the two directories for this partition.",
                         path=str(child),
                     )
+                if self._prepare is not None:
+                    self._prepare(child)
                 self.logs[tp] = Log.open(
                     child,
                     config=self.config_for(tp.topic),
@@ -181,9 +225,16 @@ class LogManager:
                 )
                 self.log_dir_of[tp] = d
 
-    @staticmethod
-    def _read_checkpoint(path: Path) -> dict[TopicPartition, int]:
-        return read_offset_checkpoint(path) if path.exists() else {}
+    def _read_checkpoint(self, path: Path) -> dict[TopicPartition, int]:
+        offsets, problem = read_offset_checkpoint_or_reset(path)
+        if problem is not None:
+            reset = (
+                "recovery points reset to 0"
+                if path.name == RECOVERY_POINT_OFFSET_CHECKPOINT
+                else "log start offsets reset to the first segments' base offsets"
+            )
+            self.warnings.append(f"{problem}: {reset}, as a broker's startup does")
+        return offsets
 
     def _ensure_meta_properties(self, directory: Path) -> None:
         path = directory / META_PROPERTIES_FILE_NAME
@@ -207,12 +258,28 @@ class LogManager:
 
     # -- topics ------------------------------------------------------------------------------------
     def config_for(self, topic: str) -> LogConfig:
-        """KRaft metadata first, then kafkalog's topics file, then Kafka's defaults."""
+        """KRaft metadata first, then kafkalog's topics file, then the configs Kafka gives its
+        internal topics, then Kafka's defaults."""
+        source = self.config_source(topic)
+        if source == CONFIG_FROM_METADATA:
+            known = {k: v for k, v in self.metadata.topics[topic].configs.items() if k in _KNOWN}
+            return LogConfig(known)
+        if source == CONFIG_FROM_INTERNAL_TOPIC:
+            return LogConfig(INTERNAL_TOPIC_CONFIGS[topic])
+        return LogConfig(self._topic_configs.get(topic, {}))
+
+    def config_source(self, topic: str) -> str:
+        """Where :meth:`config_for` finds ``topic``'s configs: one of the ``CONFIG_FROM_*``
+        values. ``CONFIG_FROM_DEFAULTS`` means nothing records them: a tool about to delete
+        data by them should not trust them blindly."""
         image = getattr(self, "metadata", None)
         if image is not None and topic in image.topics:
-            known = {k: v for k, v in image.topics[topic].configs.items() if k in _KNOWN}
-            return LogConfig(known)
-        return LogConfig(self._topic_configs.get(topic, {}))
+            return CONFIG_FROM_METADATA
+        if topic in self._topic_configs:
+            return CONFIG_FROM_TOPICS_FILE
+        if topic in INTERNAL_TOPIC_CONFIGS:
+            return CONFIG_FROM_INTERNAL_TOPIC
+        return CONFIG_FROM_DEFAULTS
 
     def topic_id(self, topic: str) -> uuid.UUID | None:
         if self.metadata is not None and topic in self.metadata.topics:

@@ -12,7 +12,9 @@ prints this plan. The plan takes the loader's decisions step by step, on files o
    framing, offsets going back, an offset the segment cannot index, a torn or zero-filled tail);
 4. after a cut, the later segments leave too: the log now ends in the cut segment.
 
-Then the log's bookkeeping follows its new end: leader epochs starting past it are dropped.
+Then the log's bookkeeping follows its new end: leader epochs starting past it are dropped. A
+leader-epoch-checkpoint that cannot be parsed (Kafka's startup fails on it) is rebuilt from the
+batches' partition leader epochs (:mod:`.leader_epoch_repair`).
 """
 
 from __future__ import annotations
@@ -21,10 +23,11 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import CorruptIndexError, CorruptRecordError, InvalidRecordError, KafkalogError
+from ..errors import CorruptIndexError, CorruptRecordError, InvalidRecordError
 from .checkpoints import LEADER_EPOCH_CHECKPOINT, read_leader_epoch_checkpoint
 from .clock import SystemClock
 from .config import LogConfig
+from .leader_epoch_repair import describe_epochs, leader_epoch_problem, rebuilt_leader_epochs
 from .loader import classify_leftovers
 from .naming import (
     DELETED_FILE_SUFFIX,
@@ -47,7 +50,9 @@ __all__ = [
     "DROP_SEGMENT",
     "QUARANTINE",
     "REBUILD_INDEXES",
+    "REBUILD_LEADER_EPOCHS",
     "RENAME",
+    "REWRITE_CHECKPOINT",
     "TRIM_LEADER_EPOCHS",
     "TRUNCATE",
     "UNREADABLE_END",
@@ -65,6 +70,8 @@ REBUILD_INDEXES = "rebuild-indexes"  # .index, .timeindex and .txnindex written 
 TRUNCATE = "truncate"  # the .log is cut at ``position``; the cut bytes go to the quarantine
 DROP_SEGMENT = "drop-segment"  # a whole segment after a cut goes to the quarantine
 TRIM_LEADER_EPOCHS = "trim-leader-epochs"  # leader-epoch-checkpoint entries past the new end go
+REBUILD_LEADER_EPOCHS = "rebuild-leader-epochs"  # a malformed leader-epoch-checkpoint rebuilt
+REWRITE_CHECKPOINT = "rewrite-checkpoint"  # a data directory's malformed offset checkpoint
 UNREADABLE_END = "unreadable-end"  # not a change: opening fails (Kafka's startup too)
 
 _INDEX_SUFFIXES = (INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX, TXN_INDEX_FILE_SUFFIX)
@@ -390,12 +397,23 @@ def _log_end(plan, directory, bases, ends, logs, config, clock, log_start_offset
 
 def _plan_leader_epochs(directory: Path, plan: PartitionRecoveryPlan) -> None:
     path = directory / LEADER_EPOCH_CHECKPOINT
-    if plan.log_end_offset is None or not path.exists():
+    end = plan.log_end_offset
+    if end is None or not path.exists():
         return
-    try:
-        entries = read_leader_epoch_checkpoint(path)
-    except (KafkalogError, OSError):
-        return  # verify reports it; Log.open would fail on it and say so
+    problem = leader_epoch_problem(directory)
+    if problem is not None:
+        rebuilt = [e for e in rebuilt_leader_epochs(directory) if e.start_offset < end]
+        plan.actions.append(
+            RecoveryAction(
+                action=REBUILD_LEADER_EPOCHS,
+                path=str(path),
+                reason=f"unreadable ({problem}): a broker cannot open the partition (its log "
+                f"directory goes offline); rebuilt from the batches' partition leader epochs: "
+                f"{describe_epochs(rebuilt)} (the old file is quarantined)",
+            )
+        )
+        return
+    entries = read_leader_epoch_checkpoint(path)
     beyond = [e for e in entries if e.start_offset >= plan.log_end_offset]
     if beyond:
         epochs = ", ".join(f"{e.epoch}@{e.start_offset}" for e in beyond)
