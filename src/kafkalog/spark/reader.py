@@ -395,11 +395,9 @@ def _aborted_mask(batch: pa.RecordBatch, aborted) -> np.ndarray | None:
 def read_partition(part) -> Iterator[pa.RecordBatch]:
     """Arrow batches in Spark's Kafka layout for one input partition (control records never
     appear; aborted transactional records are dropped when ``part.aborted`` lists them)."""
-    if isinstance(part, PackedInputPartition):
-        for p in part.parts:
-            yield from _read_one(p)
-    else:
-        yield from _read_one(part)
+    pool = _DecoderPool()  # shared by the ranges of a packed partition: arrays are reused
+    for p in part.parts if isinstance(part, PackedInputPartition) else (part,):
+        yield from _read_one(p, pool)
 
 
 class _DecoderPool:
@@ -436,7 +434,7 @@ class _Sizer:
         self.step = int(min(CHUNK_BYTES, max(MIN_PIECE_BYTES, read * scale)))
 
 
-def _read_one(part: KafkaInputPartition) -> Iterator[pa.RecordBatch]:
+def _read_one(part: KafkaInputPartition, pool: _DecoderPool) -> Iterator[pa.RecordBatch]:
     from .schema import ConstantColumns, to_spark_batch
 
     if not os.path.exists(part.path):
@@ -445,7 +443,6 @@ def _read_one(part: KafkaInputPartition) -> Iterator[pa.RecordBatch]:
             f"on a filesystem the driver and every executor share"
         )
     constants = ConstantColumns(part.topic, part.partition)
-    pool = _DecoderPool()
     sizer = _Sizer()
     chunks = _chunks(part.path, part.start_position, part.end_position, part.end_offset,
                      CHUNK_BYTES, MIN_PIECE_BYTES)  # fmt: skip
