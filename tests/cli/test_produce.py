@@ -233,7 +233,7 @@ def test_console_script_reads_a_pipe_and_round_trips_consume_json(tmp_path):
     first, second = tmp_path / "first", tmp_path / "second"
     cli("produce", first, "--partitions", "3", "--codec", "lz4", stdin=lines)
     out = cli("consume", first, "--json").stdout
-    cli("produce", second, stdin=out)  # partitions come from the consumed lines
+    cli("produce", second, "--partitions", "3", stdin=out)  # each line names its partition
     again = cli("consume", second, "--json").stdout
     assert json_lines(again) == json_lines(out)
     got = sorted((r["timestamp"], _bytes(r["key"], r["keyEncoding"]), _bytes(r["value"],
@@ -246,3 +246,35 @@ def _bytes(shown, encoding):
     if shown is None:
         return None
     return shown.encode() if encoding == "utf8" else base64.b64decode(shown)
+
+
+def test_a_partition_the_topic_lacks_is_refused(tmp_path, capsysbinary):
+    # Kafka's broker answers UNKNOWN_TOPIC_OR_PARTITION; the topic must not grow.
+    data = tmp_path / "data"
+    main_in_process(capsysbinary, "produce", data, "-t", "t",
+                    "--file", write_input(tmp_path, [{"value": "first"}], "a.jsonl"))  # fmt: skip
+    lines = [{"value": "ok", "partition": 0}, {"value": "bad", "partition": 5}]
+    r = main_in_process(capsysbinary, "produce", data, "-t", "t",
+                        "--file", write_input(tmp_path, lines, "b.jsonl"), status=1)  # fmt: skip
+    assert "line 2" in r.stderr and "UNKNOWN_TOPIC_OR_PARTITION" in r.stderr
+    assert sorted(p.name for p in data.iterdir() if p.is_dir()) == ["t-0"]
+    assert [b.records[0][3] for b in kp_batches(data / "t-0")] == [b"first", b"ok"]
+    # Keyed records after it still go by murmur2 over the topic's one partition.
+    keyed = [{"key": f"k{i}", "value": "v"} for i in range(20)]
+    main_in_process(capsysbinary, "produce", data, "-t", "t",
+                    "--file", write_input(tmp_path, keyed, "c.jsonl"))  # fmt: skip
+    assert sorted(p.name for p in data.iterdir() if p.is_dir()) == ["t-0"]
+    # --partition beyond a new topic's --partitions: nothing is created for the topic.
+    main_in_process(capsysbinary, "produce", data, "-t", "new", "--partition", "2",
+                    "--file", write_input(tmp_path, [{"value": "x"}], "d.jsonl"),
+                    status=1)  # fmt: skip
+    assert not any(p.name.startswith("new-") for p in data.iterdir())
+
+
+def test_a_bad_config_is_a_usage_error_before_anything_is_made(tmp_path):
+    data = tmp_path / "data"
+    proc = cli("produce", data, "-t", "t", "--config", "segment.bytes=65536",
+               stdin=b'{"value":"v"}\n', status=2)  # fmt: skip
+    err = proc.stderr.decode()
+    assert "segment.bytes" in err and "line" not in err
+    assert not data.exists()

@@ -3,7 +3,8 @@
 Input is JSON lines (what ``consume --json`` writes, read back byte for byte) or text lines
 (kafka-console-producer's: each line a value, or ``key SEPARATOR value`` with ``--separator``).
 Records go to the partition they name, else where Kafka's producer sends them: murmur2 of the
-key, or the sticky choice for records without one. They are encoded in batches (``--codec``,
+key, or the sticky choice for records without one; a partition the topic lacks is refused, as a
+broker answers UNKNOWN_TOPIC_OR_PARTITION. They are encoded in batches (``--codec``,
 ``--batch-size``) and appended through the log layer as a leader appends a produce request:
 Kafka's validation, offset assignment, indexes, producer state and, for ``--transaction``, the
 COMMIT or ABORT control batch and the ``.txnindex``. The data directory's ``.lock`` is held while
@@ -28,7 +29,7 @@ EXAMPLES = """\
 examples:
   echo '{"key":"user-1","value":"hello"}' | kafkalog produce data --topic orders
   kafkalog produce data --topic orders --format text --separator : --file orders.txt
-  kafkalog consume old --topic orders --json | kafkalog produce new --codec zstd
+  kafkalog consume old --topic orders --json | kafkalog produce new --partitions 3 --codec zstd
   kafkalog produce data --topic payments --partitions 3 --transaction abort < records.jsonl
   kafkalog produce data --topic payments --producer-id 7 --transaction commit < /dev/null
 
@@ -139,8 +140,11 @@ def _pairs(items: list[str], what: str) -> list[tuple[str, str]]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..log.config import LogConfig
+
     try:
         configs = dict(_pairs(args.config, "--config"))
+        LogConfig(configs)  # refused before any input is read or any file is made
         headers = tuple((k, v.encode()) for k, v in _pairs(args.header, "--header"))
         for name, value, low in (
             ("--partitions", args.partitions, 1),

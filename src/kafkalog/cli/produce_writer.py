@@ -106,8 +106,7 @@ class PartitionWriter:
             if self.configs:
                 warnings.warn(f"topic {topic} exists: --config ignored for it", stacklevel=2)
         else:
-            self.manager.create_topic(topic, self.new_partitions, self.configs)
-            count = self.new_partitions
+            count = self.new_partitions  # created once a record for it is known to fit
         self.partition_counts[topic] = count
         return count
 
@@ -117,6 +116,15 @@ class PartitionWriter:
             raise RecordFormatError('no topic: give --topic or a "topic" field')
         count = self._partition_count(topic)
         partition = self.partition if self.partition is not None else record.partition
+        if partition is not None and not 0 <= partition < count:
+            # A broker answers UNKNOWN_TOPIC_OR_PARTITION; adding partitions is an admin's act.
+            raise RecordFormatError(
+                f"partition {partition} of topic {topic} does not exist (it has {count} "
+                f"partition{'s' if count != 1 else ''}, 0..{count - 1}): "
+                f"UNKNOWN_TOPIC_OR_PARTITION"
+            )
+        if not any(tp.topic == topic for tp in self.manager.logs):
+            self.manager.create_topic(topic, count, self.configs)
         if partition is None:
             if record.key is not None:
                 cache = self.key_partitions.setdefault(topic, {})
