@@ -255,3 +255,42 @@ def test_corrupt_batch_is_reported_with_file_and_position(data_dir, tmp_path, ca
     assert str(segment) in r.stderr and f"position {second}" in r.stderr, r.stderr
     offsets = [(x["partition"], x["offset"]) for x in json_lines(r.stdout)]
     assert offsets[:20] == [(0, o) for o in range(20)]  # what came before was written
+
+
+def test_read_committed_warns_when_a_txnindex_is_missing(data_dir, tmp_path, capsysbinary):
+    import shutil
+
+    from records_cli_helpers import kp_batches
+
+    copy = tmp_path / "copy"
+    shutil.copytree(data_dir, copy)
+    log = copy / "tx-0" / "00000000000000000000.log"
+    aborts = [
+        b.base_offset
+        for b in kp_batches(copy / "tx-0")
+        if b.control and b.records[0][2][2:4] == b"\x00\x00"  # control key type 0: ABORT
+    ]
+    assert len(aborts) == 1
+    # With the index: nothing to say.
+    r = main_in_process(capsysbinary, "consume", copy, "-t", "tx", "--isolation-level",
+                        "read_committed")  # fmt: skip
+    assert "warning" not in r.stderr
+    log.with_suffix(".txnindex").unlink()
+    r = main_in_process(capsysbinary, "consume", copy, "-t", "tx", "--isolation-level",
+                        "read_committed")  # fmt: skip
+    assert b"b-0" in r.stdout.splitlines()  # as Kafka: the broker only reads the index
+    warning = [line for line in r.stderr.splitlines() if "warning" in line]
+    assert len(warning) == 1
+    assert str(log) in warning[0] and f"offset {aborts[0]}" in warning[0]
+    assert ".txnindex is missing" in warning[0]
+    r = main_in_process(capsysbinary, "consume", copy, "-t", "tx")  # read_uncommitted: silent
+    assert "warning" not in r.stderr
+
+
+def test_data_loss_messages_name_the_command_line_flag(data_dir, capsysbinary):
+    r = main_in_process(capsysbinary, "consume", data_dir, "-t", "orders", "--offset", "99",
+                        status=1)  # fmt: skip
+    assert "--no-fail-on-data-loss" in r.stderr and "failOnDataLoss" not in r.stderr
+    r = main_in_process(capsysbinary, "consume", data_dir, "-t", "orders", "--offset", "99",
+                        "--no-fail-on-data-loss")  # fmt: skip
+    assert "failOnDataLoss" not in r.stderr

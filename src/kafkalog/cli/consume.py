@@ -17,6 +17,7 @@ import sys
 import time
 from collections.abc import Callable
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import BinaryIO
 
 from .data_errors import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, guarded, report
@@ -37,7 +38,7 @@ examples:
       --print-offset --print-key
   kafkalog consume data --topic orders --timestamp 2026-01-31T00:00:00Z --json
   kafkalog consume data --topic payments --isolation-level read_committed --follow
-  kafkalog consume data --topic orders --json | kafkalog produce copy --topic orders
+  kafkalog consume data --topic orders --json | kafkalog produce copy --partitions 3
 
 exit status: 0 done (also when --follow is stopped with Ctrl-C), 1 data problems (corrupt
 records, offsets that are gone, a record the chosen decoder refuses), 2 usage error,
@@ -253,6 +254,7 @@ def _consume(args: argparse.Namespace, start: str | int, out: BinaryIO) -> int:
         first = {"starting_offsets": start}
     remaining = args.max_records
     next_offsets: dict | None = None
+    warned: set[Path] = set()
     if args.follow:
         previous = signal.signal(signal.SIGTERM, _raise_stop)
     last_record = time.monotonic()
@@ -264,6 +266,8 @@ def _consume(args: argparse.Namespace, start: str | int, out: BinaryIO) -> int:
                 scan = plan_scan(
                     args.data_dirs, **common, starting_offsets=next_offsets, strict_offsets=False
                 )
+            if args.isolation_level == "read_committed":
+                _warn_unindexed_aborts(args.data_dirs, scan.ranges, warned)
             written = 0
             with Progress(scan.total_bytes, "consume", quiet=args.quiet or args.follow) as bar:
                 for batch in scan.batches(bar.advance):
@@ -297,6 +301,32 @@ def _consume(args: argparse.Namespace, start: str | int, out: BinaryIO) -> int:
         if args.follow:
             signal.signal(signal.SIGTERM, previous)
     return EXIT_OK
+
+
+def _warn_unindexed_aborts(data_dirs: list[str], ranges: dict, warned: set[Path]) -> None:
+    """Warn, once per segment, where read_committed returns aborted records because a
+    segment's ``.txnindex`` is missing (Kafka's fetch reads only the index, so do we)."""
+    from ..log.verify_txn import unindexed_aborts
+    from ..spark.planner import discover
+
+    directories = discover(data_dirs)
+    for tp, (start, end) in ranges.items():
+        directory = directories.get(tp)
+        if directory is None or start >= end:
+            continue
+        for found in unindexed_aborts(directory, start, end):
+            if found.log in warned:
+                continue
+            warned.add(found.log)
+            markers = found.markers
+            report(
+                "consume",
+                f"warning: {found.log} holds {len(markers)} ABORT marker"
+                f"{'s' if len(markers) != 1 else ''} (the first at offset {markers[0]}) but "
+                f"its .txnindex is missing: read_committed returns the aborted records as if "
+                f"committed, as Kafka would (kafkalog rebuild-index --apply {found.log.parent} "
+                f"writes it)",
+            )
 
 
 def _raise_stop(signum, frame) -> None:

@@ -21,6 +21,19 @@ def report(command: str, message: object) -> None:
     print(f"kafkalog {command}: {message}", file=sys.stderr, flush=True)
 
 
+# The shared reader speaks of the Spark source's options; on the command line they are flags.
+_OPTION_WORDS = (
+    ("set the option failOnDataLoss to false", "run again with --no-fail-on-data-loss"),
+    ("(failOnDataLoss=false)", "(--no-fail-on-data-loss)"),
+)
+
+
+def _cli_words(text: str) -> str:
+    for spark, cli in _OPTION_WORDS:
+        text = text.replace(spark, cli)
+    return text
+
+
 def exit_status(command: str, error: BaseException) -> int:
     """Report ``error`` on stderr and return its exit status."""
     from ..log.manager import DataDirLockedError
@@ -33,7 +46,7 @@ def exit_status(command: str, error: BaseException) -> int:
         report(command, error)
         return EXIT_IO
     if isinstance(error, (KafkalogError, ValueError)):
-        report(command, error)
+        report(command, _cli_words(str(error)))
         return EXIT_PROBLEMS
     if isinstance(error, OSError):
         where = f"{error.filename}: " if error.filename else ""
@@ -47,7 +60,7 @@ def warnings_to_stderr(command: str):
     """Show warnings (skipped data with failOnDataLoss off, ignored options) as one line each."""
 
     def show(message, category, filename, lineno, file=None, line=None) -> None:
-        text = str(message)
+        text = _cli_words(str(message))
         text = text.removeprefix("kafkalog: ")
         report(command, f"warning: {text}")
 
