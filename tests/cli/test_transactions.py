@@ -92,7 +92,7 @@ def test_aborted_and_open_transactions(data_dir: Path) -> None:
                          "lastStableOffset": expected[-1][2]}  # fmt: skip
     assert objects[-1] == {"type": "summary", "path": str(data_dir), "partitions": 1,
                            "aborted": 2, "open": 1, "hanging": 0, "committed": 1,
-                           "txnIndexOnly": 0}  # fmt: skip
+                           "txnIndexOnly": 0, "notInTxnIndex": 0}  # fmt: skip
     out, _ = run_main("transactions", "--all", "--json", "--now-ms", T0 + 1000,
                       data_dir / "t-0", status=0)  # fmt: skip
     assert listed(out) == expected
@@ -119,8 +119,27 @@ def test_an_aborted_transaction_missing_from_the_txnindex(data_dir: Path, tmp_pa
     root = Path(shutil.copytree(data_dir, tmp_path / "copy"))
     txn = root / "t-0" / f"{0:020d}.txnindex"
     txn.write_bytes(txn.read_bytes()[:34])  # keep the first entry only
-    objects = json_lines(run_main("transactions", "--json", "--now-ms", T0, root, status=0)[0])
+    # read_committed consumers would return the second one's records: a problem (exit 1).
+    out, err = run_main("transactions", "--json", "--now-ms", T0, root, status=1)
+    objects = json_lines(out)
     assert [o["inTxnIndex"] for o in objects if o.get("state") == "aborted"] == [True, False]
+    assert objects[-1]["notInTxnIndex"] == 1 and "missing from the .txnindex" in err
+
+
+def test_a_deleted_txnindex_is_a_problem_until_rebuilt(data_dir: Path, tmp_path: Path) -> None:
+    import shutil
+
+    root = Path(shutil.copytree(data_dir, tmp_path / "copy"))
+    (root / "t-0" / f"{0:020d}.txnindex").unlink()
+    expected = [t for t in kp_transactions(root / "t-0") if t[0] == "aborted"]
+    out, err = run_main("transactions", "--json", "--now-ms", T0, root, status=1)
+    aborted = [o for o in json_lines(out) if o.get("state") == "aborted"]
+    assert [(o["producerId"], o["firstOffset"], o["markerOffset"]) for o in aborted] == [
+        (t[1], t[2], t[4]) for t in expected
+    ]
+    assert not any(o["inTxnIndex"] for o in aborted) and "rebuild-index" in err
+    run_main("rebuild-index", "--apply", root / "t-0", status=0)
+    run_main("transactions", "--now-ms", T0, root, status=0)
 
 
 @needs_fixtures

@@ -260,14 +260,19 @@ def open_logs(
     clock=None,
     full_recovery: bool = False,
     prepare: Callable[[Path], None] | None = None,
+    skip_recovery: bool = False,
 ) -> Iterator[list[PartitionLog]]:
     """The target's partitions as Logs. Read-only: each opened alone (one that cannot be opened
     carries its error). Writable: a data directory through LogManager (a broker's startup and
     clean shutdown), a partition directory (or the partitions of chosen topics) under the data
     directory's lock, their checkpoint entries brought up to date on closing.
-    ``full_recovery`` re-checks every segment; ``prepare`` is called with each partition
-    directory under the lock, before it is opened."""
-    whole = target.is_data_dir and not target.filtered and not full_recovery
+    ``full_recovery`` re-checks every segment; ``skip_recovery`` re-checks none, even after an
+    unclean shutdown (only missing or corrupt indexes are rebuilt: the recovery point stays for
+    the next opening to honour); ``prepare`` is called with each partition directory under the
+    lock, before it is opened."""
+    if full_recovery and skip_recovery:
+        raise ValueError("full_recovery and skip_recovery exclude each other")
+    whole = target.is_data_dir and not target.filtered and not full_recovery and not skip_recovery
     if writable and whole:
         with _open_data_dir(target, clock, prepare) as logs:
             yield logs
@@ -291,7 +296,7 @@ def open_logs(
                         writable=writable,
                         log_start_offset=log_start,
                         recovery_point=0 if full_recovery else recovery_point,
-                        had_clean_shutdown=clean and not full_recovery,
+                        had_clean_shutdown=skip_recovery or (clean and not full_recovery),
                     )
                 except (KafkalogError, ValueError, OSError) as e:
                     if writable:

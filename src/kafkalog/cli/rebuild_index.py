@@ -21,6 +21,7 @@ from .operate import (
     UsageError,
     guarded,
     open_logs,
+    plural,
     relative,
     write_json,
 )
@@ -37,6 +38,11 @@ rebuild cuts, 2 usage error, 3 I/O error or the data directory is locked by a ru
 """
 
 _INDEX_KINDS = (".index", ".timeindex", ".txnindex")
+# What happens to a segment.
+REBUILD = "rebuild"  # its indexes are written anew; its log is kept whole
+TRUNCATE = "truncate"  # its log is cut at the first invalid batch (with --truncate)
+DROP = "drop"  # it follows a cut: the log ends before it, so it goes to the quarantine
+SKIP = "skip"  # its log is damaged and its indexes can stay: left alone without --truncate
 
 
 @dataclass(slots=True)
@@ -44,10 +50,19 @@ class _Segment:
     base: int
     log: Path
     states: dict[str, dict]  # index suffix -> its state before the rebuild
+    chosen: bool = True  # named on the command line (else rebuilt because its index is broken)
     valid_bytes: int = 0
     size: int = 0
     cut_reason: str | None = None
+    cut_records: int = 0  # records in the bytes a cut takes (by their headers)
+    cut_records_exact: bool = True  # False: the framing breaks, more may go than counted
+    action: str = REBUILD
     after: dict[str, int] | None = None  # index suffix -> entries after the rebuild
+
+    @property
+    def broken(self) -> bool:
+        """Opening the log rebuilds this segment's indexes whatever was named."""
+        return any(self.states[k]["state"] in ("missing", "corrupt") for k in _INDEX_KINDS)
 
 
 def add_parser(commands) -> None:
@@ -56,13 +71,24 @@ def add_parser(commands) -> None:
         help="rebuild segments' .index/.timeindex/.txnindex from the log (dry run unless --apply)",
         description="Rebuild the offset, time and transaction indexes of every segment of a "
         "partition directory, or of the one segment a .log/.index/.timeindex/.txnindex file "
-        "names, from the segment's log, as Kafka does when an index is missing or corrupt.",
+        "names, from the segment's log, as Kafka does when an index is missing or corrupt. "
+        "Kafka's rebuild cuts the log at the first invalid batch and drops the segments after "
+        "it; kafkalog does so only with --truncate (the cut data goes to the partition's "
+        "kafkalog-quarantine/): without it, segments whose log is damaged are left alone, "
+        "and --apply refuses when a damaged segment's own index must be rebuilt. Segments "
+        "are not re-checked as after an unclean shutdown: that is `kafkalog recover`.",
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("path", metavar="PARTITION_DIR|SEGMENT_FILE", help="what to rebuild")
     parser.add_argument(
         "--apply", action="store_true", help="change the files (default: a dry run)"
+    )
+    parser.add_argument(
+        "--truncate",
+        action="store_true",
+        help="let the rebuild cut the log at the first invalid batch and drop the segments "
+        "after it, as Kafka does (default: only indexes change)",
     )
     parser.add_argument("--json", action="store_true", help="one JSON object per line")
     add_quiet_flag(parser)
@@ -93,31 +119,70 @@ def _run(args: argparse.Namespace) -> int:
     bases = [offset_from_file_name(p.name) for p in logs if p.name[:20].isdigit()]
     if only is not None and only not in bases:
         raise UsageError(f"{path}: its segment's .log ({only:020d}.log) is not in {directory}")
-    chosen = [b for b in bases if only is None or b == only]
-    sizes = {b: (directory / f"{b:020d}.log").stat().st_size for b in chosen}
-    segments = []
-    with Progress(sum(sizes.values()), "rebuild-index", quiet=args.quiet) as progress:
-        for base in chosen:
-            segments.append(_inspect(directory, base))
-            progress.advance(sizes[base])
-    if args.apply:
+    segments = _plan(directory, bases, only, args)
+    refused = any(s.action == TRUNCATE for s in segments) and not args.truncate
+    if args.apply and refused:
+        print(
+            "kafkalog rebuild-index: not applied: a segment whose log is damaged has a missing "
+            "or corrupt index, and rebuilding it cuts the log (see above); run with --apply "
+            "--truncate to cut it as Kafka would (the cut data is quarantined), or see "
+            "kafkalog verify and kafkalog recover",
+            file=sys.stderr,
+        )
+    applied = args.apply and not refused
+    if applied:
         _apply(directory, segments)
-    _report(directory, segments, args)
+    _report(directory, segments, args, applied)
     return EXIT_PROBLEMS if any(s.cut_reason for s in segments) else EXIT_OK
 
 
-def _inspect(directory: Path, base: int) -> _Segment:
+def _plan(directory: Path, bases: list[int], only: int | None, args) -> list[_Segment]:
+    """Every segment the rebuild touches, in offset order, with what happens to it: the named
+    ones, those whose index opening rebuilds anyway, and (with a cut) the ones dropped."""
+    sizes = {b: (directory / f"{b:020d}.log").stat().st_size for b in bases}
+    found = []
+    with Progress(sum(sizes.values()), "rebuild-index", quiet=args.quiet) as progress:
+        for base in bases:
+            segment = _Segment(base, directory / f"{base:020d}.log", {})
+            for suffix in _INDEX_KINDS:
+                segment.states[suffix] = _index_state(directory / f"{base:020d}{suffix}", base)
+            segment.chosen = only is None or base == only
+            segment.size = sizes[base]
+            if segment.chosen or segment.broken:
+                _inspect(directory, segment)
+                progress.advance(sizes[base])
+                found.append(segment)
+    plan, cut = [], None
+    for segment in found:
+        if segment.cut_reason is not None and not args.truncate and not segment.broken:
+            segment.action = SKIP  # its indexes stay as they are: nothing is cut
+        elif segment.cut_reason is not None and cut is None:
+            segment.action, cut = TRUNCATE, segment.base
+        plan.append(segment)
+        if cut is not None:
+            break
+    if cut is not None:  # the log ends in the cut segment: every later one goes
+        for base in (b for b in bases if b > cut):
+            dropped = _Segment(base, directory / f"{base:020d}.log", {}, action=DROP)
+            dropped.size = sizes[base]
+            dropped.cut_records, dropped.cut_records_exact = _records(directory, base, 0)
+            plan.append(dropped)
+    return plan
+
+
+def _inspect(directory: Path, segment: _Segment) -> None:
     from ..log.clock import SystemClock
     from ..log.config import LogConfig
-    from ..log.recovery_plan import segment_valid_prefix
+    from ..log.recovery_plan import records_from, segment_valid_prefix
     from ..log.segment import LogSegment
 
-    segment = _Segment(base, directory / f"{base:020d}.log", {})
-    for suffix in _INDEX_KINDS:
-        segment.states[suffix] = _index_state(directory / f"{base:020d}{suffix}", base)
-    opened = LogSegment.open(directory, base, LogConfig(), SystemClock(), writable=False)
+    opened = LogSegment.open(directory, segment.base, LogConfig(), SystemClock(), writable=False)
     try:
         prefix = segment_valid_prefix(opened)
+        if prefix.reason is not None:
+            segment.cut_records, segment.cut_records_exact = records_from(
+                opened, prefix.valid_bytes
+            )
     finally:
         opened.close()
     segment.valid_bytes, segment.size, segment.cut_reason = (
@@ -125,7 +190,19 @@ def _inspect(directory: Path, base: int) -> _Segment:
         prefix.size,
         prefix.reason,
     )
-    return segment
+
+
+def _records(directory: Path, base: int, position: int) -> tuple[int, bool]:
+    from ..log.clock import SystemClock
+    from ..log.config import LogConfig
+    from ..log.recovery_plan import records_from
+    from ..log.segment import LogSegment
+
+    opened = LogSegment.open(directory, base, LogConfig(), SystemClock(), writable=False)
+    try:
+        return records_from(opened, position)
+    finally:
+        opened.close()
 
 
 def _index_state(path: Path, base: int) -> dict:
@@ -165,25 +242,34 @@ def _apply(directory: Path, segments: list[_Segment]) -> None:
     from ..log.quarantine import Quarantine
     from .operate import resolve_target
 
+    rebuilt = [s for s in segments if s.action in (REBUILD, TRUNCATE)]
+
     def move_old_indexes(partition: Path) -> None:
         quarantine = Quarantine(partition)
-        for s in segments:
+        for s in rebuilt:
             for suffix in _INDEX_KINDS:
                 old = partition / f"{s.base:020d}{suffix}"
                 if old.exists():
                     quarantine.move_file(old, "replaced by kafkalog rebuild-index")
 
     target: Target = resolve_target(str(directory))
-    with open_logs(target, writable=True, prepare=move_old_indexes):
-        pass  # opening rebuilds the missing indexes; closing trims and flushes them
-    for s in segments:
+    # Opening rebuilds the moved indexes (cutting a damaged log only where --truncate allowed
+    # it, as planned); closing trims and flushes them. No re-check as after an unclean
+    # shutdown: that is recover's job, and would cut what was not announced.
+    with open_logs(target, writable=True, prepare=move_old_indexes, skip_recovery=True):
+        pass
+    for s in rebuilt:
         s.after = {}
         for suffix, size in ((".index", 8), (".timeindex", 12), (".txnindex", 34)):
             file = directory / f"{s.base:020d}{suffix}"
             s.after[suffix] = file.stat().st_size // size if file.exists() else 0
 
 
-def _report(directory: Path, segments: list[_Segment], args: argparse.Namespace) -> None:
+def _records_text(s: _Segment) -> str:
+    return f"{'' if s.cut_records_exact else 'at least '}{plural(s.cut_records, 'record')}"
+
+
+def _report(directory: Path, segments: list[_Segment], args, applied: bool) -> None:
     if args.json:
         for s in segments:
             write_json(
@@ -191,11 +277,15 @@ def _report(directory: Path, segments: list[_Segment], args: argparse.Namespace)
                     "type": "segment",
                     "path": str(s.log),
                     "baseOffset": s.base,
-                    "indexes": {k.lstrip("."): v for k, v in s.states.items()},
+                    "action": s.action,
+                    "named": s.chosen and s.action != DROP,
+                    "indexes": {k.lstrip("."): v for k, v in s.states.items()} or None,
                     "size": s.size,
-                    "validBytes": s.valid_bytes,
+                    "validBytes": s.valid_bytes if s.action != DROP else 0,
                     "cutReason": s.cut_reason,
-                    "applied": args.apply,
+                    "recordsCut": s.cut_records if s.action in (TRUNCATE, DROP, SKIP) else 0,
+                    "recordsCutExact": s.cut_records_exact,
+                    "applied": applied and s.action != SKIP,
                     "entriesAfter": None
                     if s.after is None
                     else {k.lstrip("."): v for k, v in s.after.items()},
@@ -204,19 +294,55 @@ def _report(directory: Path, segments: list[_Segment], args: argparse.Namespace)
         return
     lines = []
     for s in segments:
-        states = ", ".join(f"{k.lstrip('.')} {_describe(v)}" for k, v in s.states.items())
-        lines.append(f"{relative(s.log, directory.parent)}: {states}")
-        if s.cut_reason:
+        name = relative(s.log, directory.parent)
+        if s.action == DROP:
             lines.append(
-                f"  the log is cut at position {s.valid_bytes} ({s.size - s.valid_bytes} bytes): "
-                f"{s.cut_reason}"
+                f"{name}: drop segment ({s.size} bytes, {_records_text(s)}): it follows the cut, "
+                f"and the log ends there"
+            )
+            continue
+        states = ", ".join(f"{k.lstrip('.')} {_describe(v)}" for k, v in s.states.items())
+        lines.append(f"{name}: {states}" + ("" if s.chosen else " (rebuilt too: a broken index)"))
+        cut = (
+            f"at position {s.valid_bytes} ({s.size - s.valid_bytes} bytes, {_records_text(s)}): "
+            f"{s.cut_reason}"
+        )
+        if s.action == TRUNCATE:
+            lines.append(f"  truncate segment {cut}")
+        elif s.action == SKIP:
+            lines.append(
+                f"  skipped: its log is damaged {cut}; rebuilding its indexes would cut it there "
+                f"(--truncate)"
             )
         if s.after is not None:
             after = ", ".join(f"{k.lstrip('.')} {v} entries" for k, v in s.after.items())
             lines.append(f"  rebuilt: {after}")
-    verb = "rebuilt" if args.apply else "would rebuild"
-    lines.append(
-        f"{verb} the indexes of {len(segments)} segment{'' if len(segments) == 1 else 's'}"
-        + ("" if args.apply else "; run with --apply to change the files")
-    )
+    lines.append(_summary_line(segments, args, applied))
     sys.stdout.write("\n".join(lines) + "\n")
+
+
+def _summary_line(segments: list[_Segment], args, applied: bool) -> str:
+    rebuilt = [s for s in segments if s.action in (REBUILD, TRUNCATE)]
+    gone = [s for s in segments if s.action in (TRUNCATE, DROP)]
+    line = f"{'rebuilt' if applied else 'would rebuild'} the indexes of " + plural(
+        len(rebuilt), "segment"
+    )
+    if gone:
+        cut = gone[0]
+        records = sum(s.cut_records for s in gone)
+        exact = "" if all(s.cut_records_exact for s in gone) else "at least "
+        dropped = sum(s.action == DROP for s in gone)
+        line += f", cutting segment {cut.base} at position {cut.valid_bytes}"
+        if dropped:
+            line += f" and dropping {plural(dropped, 'later segment')}"
+        line += f" ({exact}{plural(records, 'record')} lost)"
+    skipped = sum(s.action == SKIP for s in segments)
+    if skipped:
+        line += f"; {plural(skipped, 'damaged segment')} left alone"
+    if not applied and not args.apply:
+        line += (
+            "; run with --apply to change the files"
+            if not gone or args.truncate
+            else "; run with --apply --truncate to cut the log"
+        )
+    return line

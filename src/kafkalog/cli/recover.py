@@ -47,10 +47,15 @@ def add_parser(commands) -> None:
         help="run Kafka's log recovery (dry run unless --apply)",
         description="Work out what Kafka's log recovery would do to a data directory or a "
         "partition directory: delete leftovers of retention and the log cleaner, finish or "
-        "undo interrupted cleans, rebuild missing or corrupt indexes, and (after an unclean "
-        "shutdown, or with --full) re-check every segment from the recovery point on, cutting "
-        "the log at the first invalid batch. Nothing changes without --apply; with it, what "
-        "Kafka deletes is moved to the partition's kafkalog-quarantine/ folder.",
+        "undo interrupted cleans, rebuild indexes that are missing or fail Kafka's sanity "
+        "check (size, last entry), and (after an unclean shutdown, or with --full) re-check "
+        "every segment from the recovery point on, cutting the log at the first invalid batch. "
+        "As in Kafka, an index whose entries are wrong but well-formed passes the sanity check "
+        "and is kept: kafkalog verify finds it, kafkalog rebuild-index rewrites it. A malformed "
+        "leader-epoch-checkpoint (Kafka cannot open the partition) is rebuilt from the "
+        "batches, and malformed recovery-point or log-start-offset checkpoints are reset as a "
+        "broker's startup does. Nothing changes without --apply; with it, what Kafka deletes "
+        "is moved to the partition's kafkalog-quarantine/ folder.",
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

@@ -16,8 +16,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import KafkalogError
+from ..errors import CorruptRecordError, KafkalogError
 from ..format import TimestampType
+from ..format.constants import LOG_OVERHEAD
 from .operate import (
     EXIT_OK,
     EXIT_PROBLEMS,
@@ -74,6 +75,7 @@ class PartitionStats:
     cleaner_offset: int | None = None
     dirty_ratio: float | None = None
     error: str | None = None
+    warnings: list[str] = field(default_factory=list)  # torn or zero-filled end of the log
     # --plot: per batch (max timestamp, records, bytes), in log order
     timeline: tuple[array, array, array] | None = None
 
@@ -106,6 +108,7 @@ class PartitionStats:
             "cleanerOffset": self.cleaner_offset,
             "dirtyRatio": self.dirty_ratio,
             "error": self.error,
+            "warnings": self.warnings,
         }
 
 
@@ -164,6 +167,8 @@ def _run(args: argparse.Namespace) -> int:
     else:
         _print_table(target.path, results)
     for stats in results:
+        for warning in stats.warnings:
+            print(f"kafkalog stats: warning: {warning}", file=sys.stderr)
         if stats.error:
             print(f"kafkalog stats: {stats.path}: {stats.error}", file=sys.stderr)
     return EXIT_PROBLEMS if any(s.error for s in results) else EXIT_OK
@@ -190,12 +195,19 @@ def collect(log, stats: PartitionStats, *, timeline: bool = False, progress=None
     if timeline:
         stats.timeline = (array("q"), array("q"), array("q"))
     previous_last = None
-    for segment in log.segments:
+    for i, segment in enumerate(log.segments):
         stats.size += segment.size()
+        end = segment.log.start
         try:
             for batch in segment.log.batches():
+                try:
+                    batch.ensure_valid()  # Kafka's consumers check CRCs: count what they read
+                except CorruptRecordError as e:
+                    raise e.located(path=str(segment.log.path)) from None
                 _add_batch(stats, batch, previous_last)
                 previous_last = batch.last_offset
+                end = batch.position + batch.size_in_bytes
+            _check_tail(stats, segment, end, last=i == len(log.segments) - 1, config=log.config)
         except KafkalogError as e:
             stats.error = str(e)
             break
@@ -208,6 +220,45 @@ def collect(log, stats: PartitionStats, *, timeline: bool = False, progress=None
             stats.dirty_ratio = round(log_to_clean(log).cleanable_ratio, 4)
         except (KafkalogError, OSError) as e:
             stats.error = f"compaction state: {e}"
+
+
+def _check_tail(stats: PartitionStats, segment, end: int, *, last: bool, config) -> None:
+    """Bytes after a segment's last complete batch: in the active segment a torn append or a
+    zero-filled tail (recovery trims them: a warning), else damage that hides records."""
+    from ..log.verify_tail import partial_tail_problem
+
+    size = segment.log.end
+    if end >= size:
+        return
+    path, left = str(segment.log.path), size - end
+    max_batch = config["max.message.bytes"]
+    if left <= max_batch + LOG_OVERHEAD:  # a torn append is shorter than the batch it was
+        rest = segment.log.read(end, left)
+        if not rest.strip(b"\0"):
+            stats.warnings.append(
+                f"{path}: position {end}: {left} zero bytes at the end (preallocated space left "
+                f"by an unclean shutdown; recovery trims them)"
+            )
+            problem = None if last else "zero bytes inside a rolled segment"
+        else:
+            problem = partial_tail_problem(rest, 0, max_batch_size=max_batch)
+            if problem is None and last:
+                stats.warnings.append(
+                    f"{path}: position {end}: an incomplete last batch ({left} bytes), as a "
+                    f"broker appending when it stopped leaves (recovery trims it)"
+                )
+    else:
+        problem = (
+            f"{left} bytes after the last complete batch cannot be read as batches: records "
+            f"may be hidden there"
+        )
+    if problem is None and not last:
+        problem = (
+            f"{left} bytes after the last complete batch of a rolled segment, which Kafka had "
+            f"completed: records may be hidden there"
+        )
+    if problem is not None:
+        raise CorruptRecordError(problem, path=path, position=end)
 
 
 def _add_batch(stats: PartitionStats, batch, previous_last: int | None) -> None:

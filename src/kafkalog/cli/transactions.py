@@ -37,8 +37,9 @@ examples:
   kafkalog transactions --all --topic payments /var/lib/kafka/data   # committed ones too
   kafkalog transactions --json /var/lib/kafka/data | jq 'select(.state=="open")'
 
-exit status: 0 no hanging transaction, 1 hanging transactions (or unreadable data), 2 usage
-error, 3 I/O error
+exit status: 0 no hanging transaction, 1 hanging transactions, aborted transactions missing
+from the .txnindex (read_committed consumers would return their records), or unreadable data,
+2 usage error, 3 I/O error
 """
 
 DEFAULT_TIMEOUT_MS = 900_000  # transaction.max.timeout.ms: no transaction may stay open longer
@@ -149,10 +150,21 @@ def _run(args: argparse.Namespace) -> int:
             results.append(found)
     _report(target.path, results, args)
     for found in results:
+        unindexed = [t for t in found.transactions if t.in_txn_index is False]
+        if unindexed:
+            print(
+                f"kafkalog transactions: {found.directory}: {len(unindexed)} aborted "
+                f"transaction(s) missing from the .txnindex (producer {unindexed[0].producer_id}, "
+                f"offsets {_opt(unindexed[0].first_offset)}-{_opt(unindexed[0].last_offset)}"
+                f"{' and more' if len(unindexed) > 1 else ''}): read_committed consumers "
+                f"return their records; kafkalog rebuild-index rebuilds the .txnindex",
+                file=sys.stderr,
+            )
         if found.error:
             print(f"kafkalog transactions: {found.directory}: {found.error}", file=sys.stderr)
-    problems = any(f.error for f in results) or any(
-        t.hanging for f in results for t in f.transactions
+    problems = any(
+        f.error or any(t.hanging or t.in_txn_index is False for t in f.transactions)
+        for f in results
     )
     return EXIT_PROBLEMS if problems else EXIT_OK
 
@@ -266,6 +278,9 @@ def _report(root: Path, results: list[PartitionTransactions], args: argparse.Nam
                 "hanging": hanging,
                 "committed": counts[COMMITTED],
                 "txnIndexOnly": index_only,
+                "notInTxnIndex": sum(
+                    t.in_txn_index is False for f in results for t in f.transactions
+                ),
             }
         )
         return

@@ -23,7 +23,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import CorruptIndexError, CorruptRecordError, InvalidRecordError
+from ..errors import CorruptIndexError, CorruptRecordError, InvalidRecordError, KafkalogError
 from .checkpoints import LEADER_EPOCH_CHECKPOINT, read_leader_epoch_checkpoint
 from .clock import SystemClock
 from .config import LogConfig
@@ -60,6 +60,8 @@ __all__ = [
     "RecoveryAction",
     "ValidPrefix",
     "plan_recovery",
+    "records_from",
+    "segment_index_problem",
     "segment_valid_prefix",
 ]
 
@@ -171,6 +173,19 @@ def segment_valid_prefix(segment: LogSegment) -> ValidPrefix:
     return ValidPrefix(valid, size, next_offset, reason if valid < size else None, bad_offset)
 
 
+def records_from(segment: LogSegment, position: int) -> tuple[int, bool]:
+    """(records, complete): how many records the batches from ``position`` to the end of the
+    segment hold, by their headers (CRCs not checked: a cut takes them whatever they hold);
+    ``complete`` is False when the framing breaks first (then more may be lost than counted)."""
+    count = 0
+    try:
+        for batch in segment.log.batches(position):
+            count += batch.count
+    except KafkalogError:
+        return count, False
+    return count, True
+
+
 def _all_zeros(segment: LogSegment, start: int, end: int) -> bool:
     for position in range(start, end, 1 << 20):
         if segment.log.read(position, min(end - position, 1 << 20)).strip(b"\0"):
@@ -275,7 +290,7 @@ def plan_recovery(
                 f"{recovery_point})"
             )
         else:
-            rebuild_reason = _index_problem(directory, base, config)
+            rebuild_reason = segment_index_problem(directory, base, config)
         if rebuild_reason is None:
             ends[base] = None
             continue
@@ -341,7 +356,7 @@ def _segment_files(log: Path) -> list[Path]:
     return files
 
 
-def _index_problem(directory: Path, base: int, config: LogConfig) -> str | None:
+def segment_index_problem(directory: Path, base: int, config: LogConfig) -> str | None:
     """Why the loader would rebuild this segment's indexes, or None. The sanity checks read the
     files as a writable open would (every slot counts), but without opening them for writing."""
     kinds = (
