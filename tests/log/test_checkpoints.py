@@ -573,3 +573,15 @@ def test_reading_real_files_changes_nothing(tmp_path):
     read_meta_properties(copy / "meta.properties")
     after = {p.relative_to(copy): p.read_bytes() for p in copy.rglob("*") if p.is_file()}
     assert after == before
+
+
+def test_a_broker_startup_reads_a_malformed_offset_checkpoint_as_empty(tmp_path: Path) -> None:
+    from kafkalog.log.checkpoints import read_offset_checkpoint_or_reset
+
+    path = tmp_path / "recovery-point-offset-checkpoint"
+    assert read_offset_checkpoint_or_reset(path) == ({}, None)  # absent: nothing, no problem
+    path.write_text("0\n1\nt 0 7\n")
+    assert read_offset_checkpoint_or_reset(path) == ({TopicPartition("t", 0): 7}, None)
+    path.write_bytes(b"garbage\n")
+    offsets, problem = read_offset_checkpoint_or_reset(path)
+    assert offsets == {} and isinstance(problem, CorruptCheckpointError) and problem.line == 1

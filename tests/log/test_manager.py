@@ -273,3 +273,54 @@ def test_after_a_crash_recovery_keeps_what_was_written_and_rebuilds_indexes(
     assert partition_records(crashed / "t-0") == partition_records(live / "t-0")
     for index in (crashed / "t-0").glob("*.index"):
         assert index.read_bytes() == (live / "t-0" / index.name).read_bytes()
+
+
+def test_internal_topics_are_compacted_when_nothing_records_their_configs(tmp_path: Path) -> None:
+    # Kafka creates them with cleanup.policy=compact (GroupCoordinatorService,
+    # TransactionCoordinator); a copied disk without metadata must not look like delete topics.
+    from kafkalog.log.manager import (
+        CONFIG_FROM_DEFAULTS,
+        CONFIG_FROM_INTERNAL_TOPIC,
+        CONFIG_FROM_TOPICS_FILE,
+        TOPICS_FILE_NAME,
+    )
+
+    with LogManager(tmp_path, writable=True, clock=MockClock(now_ms=T0)) as manager:
+        manager.create_topic("orders", 1, {"retention.ms": "1000"})
+        manager.create_topic("__consumer_offsets", 1, {"cleanup.policy": "delete"})
+    manager = LogManager(tmp_path)
+    assert manager.config_source("orders") == CONFIG_FROM_TOPICS_FILE
+    assert manager.config_for("__consumer_offsets")["cleanup.policy"] == ("delete",)  # recorded
+    (tmp_path / TOPICS_FILE_NAME).unlink()
+    manager = LogManager(tmp_path)
+    for topic in ("__consumer_offsets", "__transaction_state"):
+        assert manager.config_source(topic) == CONFIG_FROM_INTERNAL_TOPIC
+        assert manager.config_for(topic)["cleanup.policy"] == ("compact",)
+        assert manager.config_for(topic)["segment.bytes"] == 100 * 1024 * 1024
+    assert manager.config_source("orders") == CONFIG_FROM_DEFAULTS
+    assert manager.config_for("orders")["cleanup.policy"] == ("delete",)
+
+
+@pytest.mark.parametrize(
+    "name", ["recovery-point-offset-checkpoint", "log-start-offset-checkpoint"]
+)
+def test_a_malformed_offset_checkpoint_is_reset_with_a_warning(tmp_path: Path, name: str) -> None:
+    # Kafka's LogManager.loadLogs: "Error occurred while reading ... resetting", then it loads.
+    clock = MockClock(now_ms=T0)
+    with LogManager(tmp_path, writable=True, clock=clock) as manager:
+        (log,) = manager.create_topic("orders", 1)
+        for _ in range(5):
+            log.append_as_leader(client_batch([b"v" * 40]))
+    (tmp_path / name).write_text("0\n1\norders 0 x\n")
+    with LogManager(tmp_path, writable=True, clock=clock) as manager:
+        assert len(manager.warnings) == 1 and name in manager.warnings[0]
+        assert manager.get_log(TopicPartition("orders", 0)).log_end_offset == 5
+    assert read_checkpoint(tmp_path / name) == {("orders", 0): 5 if "recovery" in name else 0}
+
+
+def test_prepare_runs_before_each_partition_opens(tmp_path: Path) -> None:
+    with LogManager(tmp_path, writable=True, clock=MockClock(now_ms=T0)) as manager:
+        manager.create_topic("orders", 2)
+    seen: list[str] = []
+    with LogManager(tmp_path, writable=True, prepare=lambda d: seen.append(d.name)) as manager:
+        assert sorted(seen) == ["orders-0", "orders-1"] and len(manager.logs) == 2

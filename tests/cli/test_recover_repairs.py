@@ -1,0 +1,172 @@
+"""What stops a broker from opening a data directory, and how recover and rebuild-index repair
+it without surprises: a malformed leader-epoch-checkpoint (rebuilt from the batches), malformed
+offset checkpoints (reset as Kafka's LogManager does), and a damaged segment whose index is
+rebuilt (cut only with --truncate, and announced with its records first). Expected epochs,
+offsets and record counts come from the bytes and from kafka-python, never from kafkalog."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import pytest
+from operate_support import (
+    SMALL_SEGMENTS,
+    T0,
+    batch_positions,
+    build,
+    client_batch,
+    copy,
+    digest,
+    json_lines,
+    kp_records,
+    run_main,
+)
+
+from kafkalog.log.checkpoints import read_leader_epoch_checkpoint, read_offset_checkpoint
+from kafkalog.log.clock import MockClock
+from kafkalog.log.manager import LogManager
+from kafkalog.log.naming import TopicPartition
+
+EPOCHS = [0, 0, 2, 2, 2, 5, 5, 7, 7, 7] * 3  # the leader epoch of each batch, in order
+
+
+@pytest.fixture(scope="module")
+def epochs_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("epochs") / "data"
+    with LogManager(root, writable=True, create=True, clock=MockClock(now_ms=T0)) as manager:
+        (log,) = manager.create_topic("t", 1, SMALL_SEGMENTS)
+        for j, epoch in enumerate(EPOCHS):
+            log.append_as_leader(client_batch([b"k%d" % j], T0 + j), leader_epoch=epoch)
+    return root
+
+
+@pytest.fixture(scope="module")
+def valid_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build(tmp_path_factory.mktemp("repairs") / "data", {"events": (2, {})})
+
+
+def epochs_in_bytes(part: Path) -> list[tuple[int, int]]:
+    """(epoch, start offset): the partitionLeaderEpoch field (bytes 12-15 of a v2 batch) of the
+    first batch of each newer epoch, across the segments in offset order."""
+    found: list[tuple[int, int]] = []
+    for log in sorted(part.glob("*.log")):
+        data = log.read_bytes()
+        for position, base, _size in batch_positions(log):
+            (epoch,) = struct.unpack_from(">i", data, position + 12)
+            if not found or epoch > found[-1][0]:
+                found.append((epoch, base))
+    return found
+
+
+def log_end(part: Path) -> int:
+    return max(r[0] for log in part.glob("*.log") for r in kp_records(log)) + 1
+
+
+def actions(stdout: str) -> list[tuple]:
+    return [(o["action"], Path(o["path"]).name, o["partition"])
+            for o in json_lines(stdout) if o["type"] == "action"]  # fmt: skip
+
+
+def test_a_malformed_leader_epoch_checkpoint_is_planned_then_rebuilt(
+    epochs_dir: Path, tmp_path: Path
+) -> None:
+    root = copy(epochs_dir, tmp_path)
+    checkpoint = root / "t-0" / "leader-epoch-checkpoint"
+    checkpoint.write_text("0\n1\n0 zz\n")
+    before = digest(root)
+    out, _ = run_main("recover", "--json", root, status=0)
+    assert actions(out) == [("rebuild-leader-epochs", "leader-epoch-checkpoint", "t-0")]
+    assert digest(root) == before  # a dry run
+    full, _ = run_main("recover", "--full", "--json", root, status=0)
+    assert ("rebuild-leader-epochs", "leader-epoch-checkpoint", "t-0") in actions(full)
+    run_main("stats", root, status=1)  # read-only commands cannot open it either, and say so
+    run_main("recover", "--apply", root, status=0)
+    entries = read_leader_epoch_checkpoint(checkpoint)
+    assert [(e.epoch, e.start_offset) for e in entries] == epochs_in_bytes(root / "t-0")
+    quarantined = list((root / "t-0" / "kafkalog-quarantine").glob("*/leader-epoch-checkpoint"))
+    assert [p.read_text() for p in quarantined] == ["0\n1\n0 zz\n"]
+    run_main("recover", root, status=0)
+    run_main("stats", root, status=0)
+
+
+@pytest.mark.parametrize("full", [False, True])
+def test_malformed_offset_checkpoints_are_reset_as_a_broker_does(
+    valid_dir: Path, tmp_path: Path, full: bool
+) -> None:
+    root = copy(valid_dir, tmp_path)
+    (root / "recovery-point-offset-checkpoint").write_text("garbage\n")
+    (root / "log-start-offset-checkpoint").write_text("0\n1\nevents 0\n")
+    out, _ = run_main("recover", "--json", *(["--full"] if full else []), root, status=0)
+    assert sorted(a for a in actions(out) if a[2] is None) == [
+        ("rewrite-checkpoint", "log-start-offset-checkpoint", None),
+        ("rewrite-checkpoint", "recovery-point-offset-checkpoint", None),
+    ]
+    run_main("recover", "--apply", *(["--full"] if full else []), root, status=0)
+    parts = [TopicPartition("events", p) for p in (0, 1)]
+    ends = {tp: log_end(root / f"events-{tp.partition}") for tp in parts}
+    assert read_offset_checkpoint(root / "recovery-point-offset-checkpoint") == ends
+    assert read_offset_checkpoint(root / "log-start-offset-checkpoint") == dict.fromkeys(parts, 0)
+    out, _ = run_main("recover", "--json", root, status=0)
+    assert actions(out) == []
+
+
+def flip_second_segment(root: Path) -> tuple[Path, int, list[Path]]:
+    """A bit flipped in the second batch of events-0's second segment: (that segment, the
+    position of the damaged batch, the segments after it)."""
+    logs = sorted((root / "events-0").glob("*.log"))
+    position, _base, _size = batch_positions(logs[1])[1]
+    data = bytearray(logs[1].read_bytes())
+    data[position + 80] ^= 0x01
+    logs[1].write_bytes(data)
+    return logs[1], position, logs[2:]
+
+
+def records_from(log: Path, position: int) -> int:
+    """Records of the batches from ``position`` on, by kafka-python."""
+    tail = log.read_bytes()[position:]
+    return sum(len(list(batch)) for batch in kp_batches_of(tail))
+
+
+def kp_batches_of(data: bytes) -> list:
+    from kafka.record import MemoryRecords
+
+    records, found = MemoryRecords(data), []
+    while records.has_next():
+        found.append(records.next_batch())
+    return found
+
+
+def test_rebuild_index_cuts_log_data_only_with_truncate(valid_dir: Path, tmp_path: Path) -> None:
+    root = copy(valid_dir, tmp_path)
+    damaged, position, later = flip_second_segment(root)
+    lost = records_from(damaged, position) + sum(len(kp_records(p)) for p in later)
+    logs_before = {p.name: p.read_bytes() for p in (root / "events-0").glob("*.log")}
+
+    # Its indexes are intact: without --truncate the damaged segment is left alone.
+    out, _ = run_main("rebuild-index", "--json", root / "events-0", status=1)
+    plan = {Path(o["path"]).name: o for o in json_lines(out)}
+    assert plan[damaged.name]["action"] == "skip"
+    assert plan[damaged.name]["validBytes"] == position
+    run_main("rebuild-index", "--apply", root / "events-0", status=1)
+    assert {p.name: p.read_bytes() for p in (root / "events-0").glob("*.log")} == logs_before
+
+    # Its index is gone: rebuilding it would cut, so --apply alone refuses and changes nothing.
+    damaged.with_suffix(".index").unlink()
+    before = digest(root)
+    text, _ = run_main("rebuild-index", root / "events-0", status=1)
+    assert f"truncate segment at position {position}" in text
+    assert f"({lost} records lost)" in text
+    for p in later:
+        assert f"{p.name}: drop segment ({p.stat().st_size} bytes" in text
+    _, err = run_main("rebuild-index", "--apply", root / "events-0", status=1)
+    assert "--truncate" in err and digest(root) == before
+
+    out, _ = run_main("rebuild-index", "--apply", "--truncate", "--json", root / "events-0",
+                      status=1)  # fmt: skip
+    plan = {Path(o["path"]).name: o for o in json_lines(out)}
+    assert plan[damaged.name]["action"] == "truncate" and plan[damaged.name]["applied"]
+    assert [plan[p.name]["action"] for p in later] == ["drop"] * len(later)
+    assert sum(o["recordsCut"] for o in plan.values()) == lost
+    assert damaged.stat().st_size == position and not any(p.exists() for p in later)
+    run_main("verify", root / "events-0", status=0)
