@@ -14,6 +14,7 @@ otherwise; both are counted in :class:`~kafkalog.server.broker.BrokerStats`.
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import os
 from typing import Any
@@ -146,6 +147,36 @@ class Connection:
         await self._send(parts)
         return True
 
+    def _sendfile_now(self, file_fd: int, start: int, size: int) -> int:
+        """Send what the socket takes right now with os.sendfile: the bytes sent.
+
+        Only when the transport's own buffer is empty (nothing may overtake bytes it holds).
+        This skips ``loop.sendfile``'s per-call machinery for the common case of a window the
+        socket buffer absorbs at once; what does not fit goes through ``loop.sendfile``, which
+        waits for the socket to drain.
+        """
+        transport = self.writer.transport
+        sock = transport.get_extra_info("socket")
+        if sock is None or transport.get_write_buffer_size() or transport.is_closing():
+            return 0
+        if transport.get_extra_info("sslcontext") is not None:
+            return 0
+        sent = 0
+        while sent < size:
+            try:
+                n = os.sendfile(sock.fileno(), file_fd, start + sent, size - sent)
+            except BlockingIOError:
+                break
+            except OSError as e:
+                if e.errno in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+                    self.sendfile_ok = False  # not for this kind of file or socket
+                    break
+                raise
+            if n == 0:
+                break
+            sent += n
+        return sent
+
     async def _send(self, parts: list) -> None:
         writer = self.writer
         for part in parts:
@@ -155,21 +186,25 @@ class Connection:
             size = part.size_in_bytes()
             if writer.transport.is_closing():
                 raise ConnectionError("the client closed the connection")
+            start = part.start
             if self.sendfile_ok:
                 await writer.drain()
+                sent = self._sendfile_now(part.fd, start, size)
+                self.broker.stats.sendfile_bytes += sent
+                if sent == size:
+                    continue
+                size, start = size - sent, start + sent
+            if self.sendfile_ok:
                 try:
                     sent = await asyncio.get_running_loop().sendfile(
-                        writer.transport, _FileWindow(part.fd), part.start, size, fallback=False
+                        writer.transport, _FileWindow(part.fd), start, size, fallback=False
                     )
                     self.broker.stats.sendfile_bytes += sent
                     if sent == size:
                         continue
-                    size, start = size - sent, part.start + sent
+                    size, start = size - sent, start + sent
                 except (asyncio.SendfileNotAvailableError, NotImplementedError):
                     self.sendfile_ok = False
-                    start = part.start
-            else:
-                start = part.start
             data = os.pread(part.fd, size, start)
             if len(data) != size:  # the file shrank under us: the frame cannot be completed
                 raise ConnectionError(f"segment window at {start} shrank: {len(data)} of {size}")
