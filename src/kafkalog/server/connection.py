@@ -6,9 +6,10 @@ A request that cannot be read, an API or version we do not serve (except ApiVers
 with UNSUPPORTED_VERSION and our versions, as KIP-511 requires) or an oversized frame closes
 this connection only; other clients are never affected.
 
-Fetched records are windows of segment files. They go out with ``loop.sendfile`` (the kernel's
-``sendfile``) where the transport is a plain socket, and are copied through user space
-otherwise; both are counted in :class:`~kafkalog.server.broker.BrokerStats`.
+Fetched records are windows of segment files. They go out with the kernel's ``sendfile`` where
+the transport is a plain socket (``os.sendfile`` for what the socket buffer takes at once,
+``loop.sendfile`` for the rest), and are copied through user space otherwise; both are counted
+in :class:`~kafkalog.server.broker.BrokerStats`.
 """
 
 from __future__ import annotations
