@@ -170,3 +170,16 @@ def test_rebuild_index_cuts_log_data_only_with_truncate(valid_dir: Path, tmp_pat
     assert sum(o["recordsCut"] for o in plan.values()) == lost
     assert damaged.stat().st_size == position and not any(p.exists() for p in later)
     run_main("verify", root / "events-0", status=0)
+
+
+def test_recover_counts_the_records_a_cut_loses(valid_dir: Path, tmp_path: Path) -> None:
+    root = copy(valid_dir, tmp_path)
+    damaged, position, later = flip_second_segment(root)
+    out, _ = run_main("recover", "--full", "--json", "--topic", "events", root, status=1)
+    cut = [o for o in json_lines(out) if o["type"] == "action" and o["records"] is not None]
+    assert [(Path(o["path"]).name, o["action"], o["records"]) for o in cut] == [
+        (damaged.name, "truncate", records_from(damaged, position)),
+        *[(p.name, "drop-segment", len(kp_records(p))) for p in later],
+    ]
+    text, _ = run_main("recover", "--full", root / "events-0", status=1)
+    assert f"{records_from(damaged, position)} records): an invalid batch" in text

@@ -173,18 +173,15 @@ def _plan(directory: Path, bases: list[int], only: int | None, args) -> list[_Se
 def _inspect(directory: Path, segment: _Segment) -> None:
     from ..log.clock import SystemClock
     from ..log.config import LogConfig
-    from ..log.recovery_plan import records_from, segment_valid_prefix
+    from ..log.recovery_plan import segment_valid_prefix
     from ..log.segment import LogSegment
 
     opened = LogSegment.open(directory, segment.base, LogConfig(), SystemClock(), writable=False)
     try:
         prefix = segment_valid_prefix(opened)
-        if prefix.reason is not None:
-            segment.cut_records, segment.cut_records_exact = records_from(
-                opened, prefix.valid_bytes
-            )
     finally:
         opened.close()
+    segment.cut_records, segment.cut_records_exact = prefix.records_cut, prefix.records_cut_exact
     segment.valid_bytes, segment.size, segment.cut_reason = (
         prefix.valid_bytes,
         prefix.size,

@@ -231,6 +231,9 @@ def _action_lines(plan, target: Target) -> list[str]:
             where.append(f"offset {a.offset}")
         if a.bytes is not None:
             where.append(f"{a.bytes} bytes")
+        if a.records is not None:
+            at_least = "" if a.records_exact else "at least "
+            where.append(f"{at_least}{plural(a.records, 'record')}")
         if a.action == DROP_SEGMENT:
             where.append("with its indexes")
         at = f" ({', '.join(where)})" if where else ""

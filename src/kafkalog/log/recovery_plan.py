@@ -89,6 +89,8 @@ class RecoveryAction:
     position: int | None = None  # truncate: the byte where the cut falls
     bytes: int | None = None  # bytes leaving the log (truncate, drop-segment)
     offset: int | None = None  # the first offset affected, when known
+    records: int | None = None  # records leaving the log (truncate, drop-segment), by headers
+    records_exact: bool = True  # False: the framing breaks, more may go than counted
 
     def to_dict(self) -> dict:
         return {
@@ -97,6 +99,8 @@ class RecoveryAction:
             "position": self.position,
             "bytes": self.bytes,
             "offset": self.offset,
+            "records": self.records,
+            "recordsExact": self.records_exact,
             "reason": self.reason,
         }
 
@@ -133,6 +137,8 @@ class ValidPrefix:
     next_offset: int | None  # after the last valid batch (None: no valid batch)
     reason: str | None  # why the rest goes (None: nothing goes)
     first_bad_offset: int | None = None
+    records_cut: int = 0  # records in the bytes that go (see records_from)
+    records_cut_exact: bool = True
 
 
 def segment_valid_prefix(segment: LogSegment) -> ValidPrefix:
@@ -170,7 +176,10 @@ def segment_valid_prefix(segment: LogSegment) -> ValidPrefix:
         elif reason is None:
             reason = "a torn last batch (incomplete)"
     next_offset = None if previous_last is None else previous_last + 1
-    return ValidPrefix(valid, size, next_offset, reason if valid < size else None, bad_offset)
+    if valid >= size:
+        return ValidPrefix(valid, size, next_offset, None, bad_offset)
+    records, exact = records_from(segment, segment.log.start + valid)
+    return ValidPrefix(valid, size, next_offset, reason, bad_offset, records, exact)
 
 
 def records_from(segment: LogSegment, position: int) -> tuple[int, bool]:
@@ -309,13 +318,19 @@ def plan_recovery(
     if cut_at is not None:
         for base in bases[cut_at + 1 :]:
             source = logs.get(base) or log_file(directory, base, SWAP_FILE_SUFFIX)
+            suffix = "" if base in logs else SWAP_FILE_SUFFIX
+            with _open(directory, base, config, clock, suffix) as segment:
+                records, exact = records_from(segment, segment.log.start)
             for path in _segment_files(source):
+                is_log = path.name.endswith(LOG_FILE_SUFFIX)
                 actions.append(
                     RecoveryAction(
                         action=DROP_SEGMENT,
                         path=str(path),
                         offset=base,
-                        bytes=path.stat().st_size if path.name.endswith(LOG_FILE_SUFFIX) else None,
+                        bytes=path.stat().st_size if is_log else None,
+                        records=records if is_log else None,
+                        records_exact=exact,
                         reason=f"after the cut in segment {bases[cut_at]}: the log ends there",
                     )
                 )
@@ -337,6 +352,8 @@ def _cut(actions: list[RecoveryAction], path: Path, prefix: ValidPrefix) -> bool
             position=prefix.valid_bytes,
             bytes=prefix.size - prefix.valid_bytes,
             offset=prefix.first_bad_offset or prefix.next_offset,
+            records=prefix.records_cut,
+            records_exact=prefix.records_cut_exact,
             reason=prefix.reason,
         )
     )
