@@ -18,10 +18,12 @@ Files and invariants:
   no resize, no trim on close. An empty file maps to nothing and has no entries.
 - Offsets are stored relative to the segment's base offset in 4 bytes, so ``offset - base``
   must be in 0..Int.MAX (:meth:`AbstractIndex.relative_offset`).
-- A writable index keeps its file descriptor and writes new entries with ``pwrite``; the map is
-  only read (Linux keeps both views of the page cache coherent). The first store into a page of a
-  freshly preallocated (sparse) file through a map costs milliseconds (the fault allocates the
-  block), a ``pwrite`` of the same bytes microseconds; an append's entries go in one call.
+- A writable index writes new entries with ``pwrite`` (through a descriptor it opens on first
+  write and closes when trimmed); the map is only read (Linux keeps both views of the page cache
+  coherent, and msync flushes the file's pages however they were written). The first store into
+  a page of a freshly preallocated (sparse) file through a map costs milliseconds (the fault
+  allocates the block), a ``pwrite`` of the same bytes microseconds; an append's entries go in
+  one call.
 
 Lookup (Kafka's warm-section search): most lookups come from consumers and followers near the
 end of the log, so the last 8 KiB of entries (the "warm" section) is searched first and only
@@ -88,7 +90,7 @@ class AbstractIndex(abc.ABC):
         self._max_index_size = max_index_size
         self._lock = threading.RLock()
         self._mmap: mmap.mmap | None = None
-        self._fd = -1  # a writable index's descriptor, for pwrite, ftruncate and fsync
+        self._fd = -1  # the descriptor entries are written through, while they are
         self._keys: np.ndarray | None = None  # a read-only index's keys, native, when searched
         self._closed = False
         newly_created = self._map_file()
@@ -125,14 +127,9 @@ class AbstractIndex(abc.ABC):
                 os.ftruncate(fd, self._round_down(self._max_index_size))
             self._length = os.fstat(fd).st_size
             self._mmap = self._mmap_fd(fd, self._length)
-        except BaseException:
+        finally:
             if fd >= 0:
                 os.close(fd)
-            raise
-        if self._writable:
-            self._fd = fd
-        else:
-            os.close(fd)
         return newly_created
 
     def _mmap_fd(self, fd: int, length: int) -> mmap.mmap | _IndexCopy | None:
@@ -392,8 +389,13 @@ class AbstractIndex(abc.ABC):
                 # here costs an fsync per resize, i.e. two per roll and per recovered segment.
                 self._mmap.close()
                 self._mmap = None
-            os.ftruncate(self._fd, rounded)
-            self._mmap = self._mmap_fd(self._fd, rounded)
+            fd = self._fd if self._fd >= 0 else os.open(self._file, os.O_RDWR)
+            try:
+                os.ftruncate(fd, rounded)
+                self._mmap = self._mmap_fd(fd, rounded)
+            finally:
+                if fd != self._fd:
+                    os.close(fd)
             self._length = rounded
             self._max_entries = rounded // self.ENTRY_SIZE
             return True
@@ -402,6 +404,7 @@ class AbstractIndex(abc.ABC):
         """Cut the preallocated tail so the file holds exactly its entries."""
         with self._lock:
             self.resize(self.size_in_bytes)
+            self._release_writer()  # no entry comes until it is resized again
 
     def reset(self) -> None:
         """Remove all entries and grow the file back to ``max_index_size``."""
@@ -410,17 +413,34 @@ class AbstractIndex(abc.ABC):
             self.resize(self._max_index_size)
 
     def _write_entries(self, data: bytes) -> None:
-        """Write packed entries at the first free slot and count them (callers checked them)."""
+        """Write packed entries at the first free slot and count them (callers checked them).
+
+        The descriptor is opened on first use and kept until the index is trimmed or closed: only
+        the active segment's indexes get entries, and a data directory holds thousands of others.
+        """
+        if self._fd < 0:
+            self._fd = os.open(self._file, os.O_RDWR | getattr(os, "O_CLOEXEC", 0))
         position, written = self._entries * self.ENTRY_SIZE, 0
         while written < len(data):
             written += os.pwrite(self._fd, data[written:], position + written)
         self._entries += len(data) // self.ENTRY_SIZE
 
+    def _release_writer(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
     def flush(self) -> None:
-        """Make the entries durable (fsync of the file the entries were written to)."""
+        """Make the entries durable (fsync of the file they were written to)."""
         with self._lock:
-            if self._writable and not self._closed:
-                os.fsync(self._fd)
+            if not self._writable or self._closed:
+                return
+            fd = self._fd if self._fd >= 0 else os.open(self._file, os.O_RDWR)
+            try:
+                os.fsync(fd)
+            finally:
+                if fd != self._fd:
+                    os.close(fd)
 
     def close(self) -> None:
         """Trim (writable indexes only) and unmap. Closing twice is harmless."""
@@ -432,17 +452,14 @@ class AbstractIndex(abc.ABC):
             self.close_handler()
 
     def close_handler(self) -> None:
-        """Unmap without trimming (a writable index is fsynced first)."""
+        """Unmap without trimming (a writable index is msynced first)."""
         with self._lock:
             if self._mmap is not None:
+                if self._writable:
+                    self._mmap.flush()
                 self._mmap.close()
                 self._mmap = None
-            if self._fd >= 0:
-                try:
-                    os.fsync(self._fd)
-                finally:
-                    os.close(self._fd)
-                    self._fd = -1
+            self._release_writer()
             self._closed = True
 
     def delete_if_exists(self) -> bool:
