@@ -1,6 +1,7 @@
 """What the tests of the operator commands share: data directories written through kafkalog's
 LogManager from kafka-python's batches, running the command in-process or as the real console
-script, hashing a tree, and decoding logs with kafka-python for expectations."""
+script, hashing a tree, and decoding logs with kafka-python for expectations. The console script is
+found and run by :mod:`console`, shared by every CLI test (``kafkalog_exe`` is re-exported)."""
 
 from __future__ import annotations
 
@@ -9,11 +10,11 @@ import hashlib
 import io
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from console import kafkalog_exe as kafkalog_exe  # re-exported for the tests that start it
+from console import run_console
 from kafka.record import MemoryRecords as KpRecords
 from kafka.record import MemoryRecordsBuilder as KpBuilder
 
@@ -34,20 +35,10 @@ SMALL_SEGMENTS = {
 }
 
 
-def kafkalog_exe() -> list[str]:
-    exe = Path(sys.executable).with_name("kafkalog")
-    if exe.exists():
-        return [str(exe)]
-    found = shutil.which("kafkalog")
-    return [found] if found else [sys.executable, "-m", "kafkalog.cli.main"]
-
-
 def run_script(*args: str | Path, status: int, env: dict | None = None):
-    """The real console script in a subprocess; asserts the exit status."""
-    proc = subprocess.run([*kafkalog_exe(), *map(str, args)], capture_output=True, text=True,
-                          timeout=120, check=False, env=env)  # fmt: skip
-    assert proc.returncode == status, (proc.returncode, proc.stdout, proc.stderr)
-    return proc
+    """The real console script in a subprocess (through the shared helper); asserts the exit
+    status."""
+    return run_console(*args, status=status, env=env)
 
 
 def run_main(*args: str | Path, status: int) -> tuple[str, str]:
