@@ -11,6 +11,7 @@ import struct
 from pathlib import Path
 
 import pytest
+from console import run_console
 from dump_testing import (
     CODECS,
     DATA,
@@ -64,6 +65,27 @@ def test_text_matches_kafka_dump_log_lines_on_small_fixture_logs(facts: dict) ->
         raise AssertionError(
             f"differs at {at}: {out[at - 200 : at + 80]!r} != {want[at - 200 : at + 80]!r}"
         )
+
+
+def test_console_script_prints_the_same_golden_lines(facts: dict) -> None:
+    # The in-process runs above, once through the installed command (entry point, stdout
+    # encoding and buffering included), on a few logs of different shapes.
+    names = _small_logs(facts, 4096)[:: max(1, len(_small_logs(facts, 4096)) // 12)]
+    paths = [str(DATA / name) for name in names]
+    proc = run_console("dump", "--deep-iteration", *paths, status=0)
+    want = []
+    for path in paths:
+        want.append(f"Dumping {path}")
+        name = Path(path).name
+        if name.endswith(".log"):
+            want.append(f"Log starting offset: {int(name.split('.')[0])}")
+        elif name == "bootstrap.checkpoint":
+            want.append("KRaft bootstrap snapshot")
+        else:
+            offset, epoch = name[: -len(".checkpoint")].split("-")
+            want.append(f"Snapshot end offset: {int(offset)}, epoch: {int(epoch)}")
+        want += kafka_dump_log_lines(Path(path).read_bytes(), deep=True, print_data=False)
+    assert proc.stdout == "".join(line + "\n" for line in want)
 
 
 @pytest.mark.parametrize(
