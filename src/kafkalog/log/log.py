@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import CorruptRecordError, KafkalogError
-from ..format import Batch, MemoryRecords, RecordBatch
-from ..format.constants import NO_PRODUCER_ID, NO_TIMESTAMP
+from ..format import Batch
+from ..format.constants import NO_TIMESTAMP
 from ..format.validator import validate_records
-from ..format.validator_scan import scan_v2_batches
 from ..format.validator_types import AppendOrigin, LogValidatorConfig
+from .append_walk import walk_append, walk_validated
 from .clock import Clock, SystemClock
 from .config import LogConfig
 from .file_records import TimestampAndOffset
@@ -81,56 +81,6 @@ def validator_config(config: LogConfig) -> LogValidatorConfig:
         max_message_bytes=config["max.message.bytes"],
         compacted=config.compact,
     )
-
-
-def _walk(view: memoryview, *, check_crc: bool) -> tuple[list, list, list, int]:
-    """An append's batches in one pass: ``(offsets, summaries, producer batches, valid bytes)``
-    with ``(base offset, last offset, max timestamp, leader epoch)`` per batch for the checks,
-    ``(last offset, max timestamp, size)`` for the segment's index entries, the batches that
-    carry a producer id (for the producer state) and where the last complete batch ends.
-
-    Magic 2 headers are read in one unpack each (the usual case); anything else goes through
-    batch views, which also raise the precise error for a corrupt entry or CRC."""
-    offsets: list[tuple[int, int, int, int]] = []
-    summaries: list[tuple[int, int, int]] = []
-    producers: list[Batch] = []
-    headers = scan_v2_batches(view, check_crc=check_crc)
-    if headers is not None:
-        for h in headers:
-            base, max_ts = h.base_offset, h.max_timestamp
-            last = base + h.last_offset_delta
-            offsets.append((base, last, max_ts, h.partition_leader_epoch))
-            summaries.append((last, max_ts, h.size))
-            if h.producer_id > NO_PRODUCER_ID:
-                producers.append(RecordBatch(view[h.position : h.position + h.size], h.position))
-        return offsets, summaries, producers, len(view)
-    valid = 0
-    for batch in MemoryRecords(view):
-        if check_crc:
-            batch.ensure_valid()
-        last, max_ts = batch.last_offset, batch.max_timestamp
-        epoch = batch.partition_leader_epoch if batch.magic >= 2 else -1
-        offsets.append((batch.base_offset, last, max_ts, epoch))
-        summaries.append((last, max_ts, batch.size_in_bytes))
-        producers.append(batch)
-        valid = batch.position + batch.size_in_bytes
-    return offsets, summaries, producers, valid
-
-
-def _walk_validated(parts: tuple) -> tuple[list, list]:
-    """``(summaries, producer batches)`` as :func:`_walk` gives them, for the validator's output
-    (whose CRCs it made). An in-place assignment comes as one magic 2 batch in two parts, its
-    patched header and its records: the header alone answers what the segment and the producer
-    state read of it (a control batch, whose record the producer state reads, is joined)."""
-    if len(parts) == 1:
-        _, summaries, producers, _ = _walk(memoryview(parts[0]), check_crc=False)
-        return summaries, producers
-    header = RecordBatch(memoryview(parts[0]))
-    size = sum(len(part) for part in parts)
-    producers: list[Batch] = []
-    if header.producer_id > NO_PRODUCER_ID:
-        producers.append(RecordBatch(memoryview(b"".join(parts))) if header.is_control else header)
-    return [(header.last_offset, header.max_timestamp, size)], producers
 
 
 class Log:
@@ -297,7 +247,7 @@ class Log:
             topic_partition=str(self.topic_partition or self.dir.name),
         )  # fmt: skip
         parts = result.validated_parts
-        summaries, producers = _walk_validated(parts)
+        summaries, producers = walk_validated(parts)
         analysis = self.producer_state.analyze_batches(producers, origin=origin)
         if analysis.duplicate is not None:
             d = analysis.duplicate
@@ -326,7 +276,7 @@ class Log:
         """
         self._check_writable()
         data = records if isinstance(records, bytes) else bytes(records)
-        offsets, summaries, producers, valid_bytes = _walk(memoryview(data), check_crc=True)
+        offsets, summaries, producers, valid_bytes = walk_append(memoryview(data), check_crc=True)
         if not offsets:
             raise KafkalogError("nothing to append: no complete batch", path=str(self.dir))
         expected = self._log_end_offset
