@@ -15,7 +15,11 @@ Records have a 100-byte value (JSON-like text, no key); the producer compresses 
 - raw fetch: the server's own serving rate, without a client's decoding: Fetch v12 requests of
   up to 8 MB over one socket, reading the whole partition ``--passes`` times, the answers read
   and dropped (only each answer's last batch header is looked at, for the next offset); with and
-  without sendfile.
+  without sendfile. Besides wall-clock MB/s, the server process's own CPU time (user + system,
+  from /proc) gives MB served per CPU second, which the load of a shared machine disturbs less.
+
+The fetch modes are interleaved: each repetition starts one server of each kind on the same
+directory, in an order that alternates between repetitions.
 
 Wall-clock times; each figure is the median of ``--repeat`` runs (a fresh data directory per
 produce run, the same directory for the fetch runs). The server and the client share the
@@ -26,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import statistics
 import sys
@@ -111,6 +116,12 @@ def raw_fetch(port: int, passes: int) -> tuple[float, int]:
     return elapsed, total
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def segment_bytes(data_dir: Path) -> int:
     return sum(p.stat().st_size for p in (data_dir / f"{TOPIC}-0").glob("*.log"))
 
@@ -140,22 +151,30 @@ def main() -> None:
         data_dir = Path(tmp) / f"produce-1-{args.repeat - 1}"
         stored = segment_bytes(data_dir)
         results["stored_bytes"] = stored
-        for mode, extra in (("sendfile", ()), ("copy", ("--no-sendfile",))):
-            times = []
-            raw = []
-            with ServerProcess(data_dir, *extra) as server:
-                for _ in range(args.repeat):
-                    times.append(fetch(server.bootstrap, n))
-                    raw.append(raw_fetch(server.port, args.passes))
-            t = statistics.median(times)
+        modes = {"sendfile": (), "copy": ("--no-sendfile",)}
+        fetched: dict[str, list] = {m: [] for m in modes}
+        raw: dict[str, list] = {m: [] for m in modes}
+        for r in range(args.repeat):
+            for mode in sorted(modes, reverse=r % 2 == 1):
+                with ServerProcess(data_dir, *modes[mode]) as server:
+                    fetched[mode].append(fetch(server.bootstrap, n))
+                    cpu = cpu_seconds(server.proc.pid)
+                    seconds, sent = raw_fetch(server.port, args.passes)
+                    raw[mode].append((seconds, sent, cpu_seconds(server.proc.pid) - cpu))
+        for mode in modes:
+            t = statistics.median(fetched[mode])
             results[f"fetch_{mode}"] = {"seconds": t, "records_per_s": n / t, "mb_per_s": mb / t,
                                         "stored_mb_per_s": stored / 1e6 / t}  # fmt: skip
             print(f"fetch ({mode}): {n / t:,.0f} records/s, {mb / t:.1f} MB/s of values, "
                   f"{stored / 1e6 / t:.1f} MB/s of segment bytes")  # fmt: skip
-            seconds, sent = sorted(raw)[len(raw) // 2]
-            results[f"raw_fetch_{mode}"] = {"seconds": seconds, "bytes": sent,
-                                            "mb_per_s": sent / 1e6 / seconds}  # fmt: skip
-            print(f"raw fetch ({mode}): {sent / 1e6 / seconds:.0f} MB/s of segment bytes")
+            wall = statistics.median(sent / 1e6 / sec for sec, sent, _ in raw[mode])
+            # /proc counts CPU time in clock ticks (10 ms): too short a run has no measure.
+            enough = all(c >= 0.1 for _, _, c in raw[mode])
+            per_cpu = statistics.median(sent / 1e6 / c for _, sent, c in raw[mode]) if enough else 0
+            results[f"raw_fetch_{mode}"] = {"bytes": raw[mode][0][1], "mb_per_s": wall,
+                                            "mb_per_server_cpu_s": per_cpu}  # fmt: skip
+            print(f"raw fetch ({mode}): {wall:.0f} MB/s of segment bytes, "
+                  f"{per_cpu:.0f} MB per server CPU second")  # fmt: skip
     if args.json:
         args.json.write_text(json.dumps(results, indent=2) + "\n")
 
