@@ -114,7 +114,7 @@ def test_jsonl_loads_back_with_produce(data_dir, tmp_path, capsysbinary):
     main_in_process(capsysbinary, "export", data_dir, "--to", "jsonl", out, "-t", "orders",
                     "--include-headers", "--quiet")  # fmt: skip
     copy = tmp_path / "copy"
-    main_in_process(capsysbinary, "produce", copy, "--file", out, "--quiet")
+    main_in_process(capsysbinary, "produce", copy, "--file", out, "--partitions", "2", "--quiet")
     again = main_in_process(capsysbinary, "export", copy, "--to", "jsonl", "-", "-t", "orders",
                             "--include-headers")  # fmt: skip
     assert json_lines(again.stdout) == json_lines(out.read_bytes())
@@ -170,3 +170,22 @@ def test_progress_bar_on_a_terminal_only(data_dir, tmp_path):
         piped = subprocess.run([*kafkalog_exe(), *map(str, args)], capture_output=True, env=env,
                                check=True, timeout=120)  # fmt: skip
         assert piped.stdout == out and b"%|" not in piped.stderr
+
+
+def test_read_committed_warns_when_a_txnindex_is_missing(data_dir, tmp_path, capsysbinary):
+    import shutil
+
+    copy = Path(shutil.copytree(data_dir, tmp_path / "copy"))
+    (copy / "tx-0" / "00000000000000000000.txnindex").unlink()
+    r = main_in_process(capsysbinary, "export", copy, "--to", "jsonl", "-", "--topic", "tx",
+                        "--isolation-level", "read_committed")  # fmt: skip
+    assert "b-0" in {row["value"] for row in json_lines(r.stdout)}  # as Kafka would return it
+    assert "00000000000000000000.log" in r.stderr and ".txnindex is missing" in r.stderr
+    r = main_in_process(capsysbinary, "export", copy, "--to", "jsonl", "-", "--topic", "tx")
+    assert "warning" not in r.stderr  # read_uncommitted returns aborted records anyway
+
+
+def test_data_loss_message_names_the_command_line_flag(data_dir, capsysbinary):
+    r = main_in_process(capsysbinary, "export", data_dir, "--to", "jsonl", "-", "--topic",
+                        "orders", "--starting-offsets", "999", status=1)  # fmt: skip
+    assert "--no-fail-on-data-loss" in r.stderr and "failOnDataLoss" not in r.stderr

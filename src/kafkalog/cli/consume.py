@@ -267,7 +267,7 @@ def _consume(args: argparse.Namespace, start: str | int, out: BinaryIO) -> int:
                     args.data_dirs, **common, starting_offsets=next_offsets, strict_offsets=False
                 )
             if args.isolation_level == "read_committed":
-                _warn_unindexed_aborts(args.data_dirs, scan.ranges, warned)
+                warn_unindexed_aborts("consume", args.data_dirs, scan.ranges, warned)
             written = 0
             with Progress(scan.total_bytes, "consume", quiet=args.quiet or args.follow) as bar:
                 for batch in scan.batches(bar.advance):
@@ -303,7 +303,9 @@ def _consume(args: argparse.Namespace, start: str | int, out: BinaryIO) -> int:
     return EXIT_OK
 
 
-def _warn_unindexed_aborts(data_dirs: list[str], ranges: dict, warned: set[Path]) -> None:
+def warn_unindexed_aborts(
+    command: str, data_dirs: list[str], ranges: dict, warned: set[Path]
+) -> None:
     """Warn, once per segment, where read_committed returns aborted records because a
     segment's ``.txnindex`` is missing (Kafka's fetch reads only the index, so do we)."""
     from ..log.verify_txn import unindexed_aborts
@@ -320,7 +322,7 @@ def _warn_unindexed_aborts(data_dirs: list[str], ranges: dict, warned: set[Path]
             warned.add(found.log)
             markers = found.markers
             report(
-                "consume",
+                command,
                 f"warning: {found.log} holds {len(markers)} ABORT marker"
                 f"{'s' if len(markers) != 1 else ''} (the first at offset {markers[0]}) but "
                 f"its .txnindex is missing: read_committed returns the aborted records as if "

@@ -170,9 +170,12 @@ def run(args: argparse.Namespace) -> int:
 
 def _export(args: argparse.Namespace, fmt: str, out: str, plan: dict) -> int:
     from ..arrow.scan import plan_scan
+    from .consume import warn_unindexed_aborts
     from .export_writers import WRITERS
 
     scan = plan_scan(args.data_dirs, **plan)
+    if args.isolation_level == "read_committed":
+        warn_unindexed_aborts("export", args.data_dirs, scan.ranges, set())
     writer_class = WRITERS[fmt]
     target = sys.stdout.buffer if out == "-" else None
     temporary = None if target else _temporary_name(out)
