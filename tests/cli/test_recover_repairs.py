@@ -7,9 +7,12 @@ offsets and record counts come from the bytes and from kafka-python, never from 
 from __future__ import annotations
 
 import struct
+import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from operate_support import (
     SMALL_SEGMENTS,
     T0,
@@ -80,7 +83,8 @@ def test_a_malformed_leader_epoch_checkpoint_is_planned_then_rebuilt(
     assert digest(root) == before  # a dry run
     full, _ = run_main("recover", "--full", "--json", root, status=0)
     assert ("rebuild-leader-epochs", "leader-epoch-checkpoint", "t-0") in actions(full)
-    run_main("stats", root, status=1)  # read-only commands cannot open it either, and say so
+    _, err = run_main("stats", root, status=1)  # read-only commands cannot open it either
+    assert "leader-epoch-checkpoint" in err and "kafkalog recover --apply rebuilds it" in err
     run_main("recover", "--apply", root, status=0)
     entries = read_leader_epoch_checkpoint(checkpoint)
     assert [(e.epoch, e.start_offset) for e in entries] == epochs_in_bytes(root / "t-0")
@@ -183,3 +187,25 @@ def test_recover_counts_the_records_a_cut_loses(valid_dir: Path, tmp_path: Path)
     ]
     text, _ = run_main("recover", "--full", root / "events-0", status=1)
     assert f"{records_from(damaged, position)} records): an invalid batch" in text
+
+
+@settings(max_examples=12, deadline=None)
+@given(epochs=st.lists(st.integers(0, 6), min_size=1, max_size=12))
+def test_rebuilt_leader_epochs_follow_the_batches(epochs: list[int]) -> None:
+    from kafkalog.log.leader_epoch_repair import rebuild_leader_epoch_checkpoint
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "data"
+        with LogManager(root, writable=True, create=True, clock=MockClock(now_ms=T0)) as manager:
+            (log,) = manager.create_topic("t", 1, SMALL_SEGMENTS)
+            for j, epoch in enumerate(epochs):
+                log.append_as_leader(client_batch([b"k"], T0 + j), leader_epoch=epoch)
+        checkpoint = root / "t-0" / "leader-epoch-checkpoint"
+        checkpoint.write_bytes(b"\xff\n")  # not even UTF-8
+        entries, moved = rebuild_leader_epoch_checkpoint(root / "t-0")
+        assert moved is not None and moved.read_bytes() == b"\xff\n"
+        expected = epochs_in_bytes(root / "t-0")
+        assert [(e.epoch, e.start_offset) for e in entries] == expected
+        assert [(e.epoch, e.start_offset) for e in read_leader_epoch_checkpoint(checkpoint)] == (
+            expected
+        )
