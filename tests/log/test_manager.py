@@ -324,3 +324,17 @@ def test_prepare_runs_before_each_partition_opens(tmp_path: Path) -> None:
     seen: list[str] = []
     with LogManager(tmp_path, writable=True, prepare=lambda d: seen.append(d.name)) as manager:
         assert sorted(seen) == ["orders-0", "orders-1"] and len(manager.logs) == 2
+
+
+def test_a_malformed_clean_shutdown_marker_still_means_a_clean_shutdown(tmp_path: Path) -> None:
+    # Kafka's LogManager.loadLogs checks the marker's existence; CleanShutdownFileHandler.read
+    # only logs a content it cannot parse.
+    clock = MockClock(now_ms=T0)
+    with LogManager(tmp_path, writable=True, clock=clock) as manager:
+        (log,) = manager.create_topic("orders", 1)
+        log.append_as_leader(client_batch([b"v"]))
+    (tmp_path / ".kafka_cleanshutdown").write_text("{not json")
+    with LogManager(tmp_path, writable=True, clock=clock) as manager:
+        assert len(manager.warnings) == 1 and ".kafka_cleanshutdown" in manager.warnings[0]
+        assert manager.get_log(TopicPartition("orders", 0)).load_notes == []  # nothing recovered
+    assert (tmp_path / ".kafka_cleanshutdown").exists()

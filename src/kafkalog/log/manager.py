@@ -186,7 +186,12 @@ class LogManager:
                 # A new or empty directory has nothing to recover.
                 had_clean_shutdown = marker.exists() or not any(p.is_dir() for p in d.iterdir())
                 if marker.exists():
-                    read_clean_shutdown(marker)  # a malformed marker is worth an error
+                    # Kafka's LogManager goes by the marker's existence alone; its broker epoch
+                    # is read apart, and a malformed one only logged: a warning here.
+                    try:
+                        read_clean_shutdown(marker)
+                    except KafkalogError as e:
+                        self.warnings.append(f"{e}: the marker counts (a clean shutdown)")
                     os.unlink(marker)
                 self._ensure_meta_properties(d)
             recovery_points = self._read_checkpoint(d / RECOVERY_POINT_OFFSET_CHECKPOINT)
