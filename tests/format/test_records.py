@@ -680,3 +680,20 @@ def test_partition_for_key_is_positive_murmur2_modulo_partitions():
     assert partition_for_key(b"abc", 3) == 479470107 % 3
     with pytest.raises(ValueError):
         partition_for_key(b"abc", 0)
+
+
+def test_record_timestamps_and_offsets_wrap_as_java_longs():
+    # Kafka computes baseTimestamp + timestampDelta and baseOffset + offsetDelta in Java longs;
+    # a batch whose base is near Long.MAX_VALUE yields wrapped (negative) values, not big ints.
+    builder = MemoryRecordsBuilder()
+    builder.append(timestamp=0, key=b"k", value=b"v")
+    builder.append(timestamp=5, key=b"k", value=b"w")
+    raw = bytearray(builder.build())
+    long_max = (1 << 63) - 1
+    struct.pack_into(">q", raw, 0, long_max)  # baseOffset
+    struct.pack_into(">q", raw, 27, long_max)  # baseTimestamp
+    struct.pack_into(">I", raw, 17, calc_crc32c(bytes(raw[21:])))  # the CRC covers attributes on
+    batch = only_batch(bytes(raw))
+    records = list(batch.records())
+    assert [r.timestamp for r in records] == [long_max, -(1 << 63) + 4]
+    assert [r.offset for r in records] == [long_max, -(1 << 63)]

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from ..errors import CorruptRecordError, InvalidRecordError
 from .constants import MIN_V2_RECORD_SIZE, NO_SEQUENCE, TimestampType
-from .varint import encode_varint, encode_varlong
+from .varint import encode_varint, encode_varlong, wrap_int64
 
 __all__ = [
     "Header",
@@ -258,8 +258,8 @@ def decode_records_v2(
                 position=position_base + record_start,
             )
         yield Record(
-            offset=base_offset + offset_delta,
-            timestamp=max_timestamp if log_append else base_timestamp + ts_delta,
+            offset=wrap_int64(base_offset + offset_delta),
+            timestamp=max_timestamp if log_append else wrap_int64(base_timestamp + ts_delta),
             timestamp_type=timestamp_type,
             key=key,
             value=value,

@@ -59,6 +59,7 @@ from .validator_types import (
     UnsupportedForMessageFormatError,
     ValidationResult,
 )
+from .varint import wrap_int64
 
 __all__ = [
     "AppendOrigin",
@@ -246,15 +247,15 @@ class _Validation:
                 False,
                 f"Compacted topic cannot accept message without key in topic partition {self.tp}",
             )
-        ts = _i64(record.timestamp)  # baseTimestamp + delta wraps, as a Java long
+        ts = record.timestamp
         if self.config.timestamp_type == TimestampType.CREATE_TIME and ts != NO_TIMESTAMP:
             before, after = self.config.timestamp_before_max_ms, self.config.timestamp_after_max_ms
-            diff = _i64(self.now - ts)  # Java long arithmetic, overflow included
-            if diff > before or _i64(-diff) > after:
+            diff = wrap_int64(self.now - ts)  # Java long arithmetic, overflow included
+            if diff > before or wrap_int64(-diff) > after:
                 return True, (
                     f"Timestamp {ts} of message with offset {record.offset} is out of range. The "
-                    f"timestamp should be within [{_i64(self.now - before)}, "
-                    f"{_i64(self.now + after)}]"
+                    f"timestamp should be within [{wrap_int64(self.now - before)}, "
+                    f"{wrap_int64(self.now + after)}]"
                 )
         elif batch.timestamp_type == TimestampType.LOG_APPEND_TIME:
             return True, (
@@ -294,7 +295,7 @@ class _Validation:
             counter += len(records)
             batch_max = NO_TIMESTAMP
             if batch.magic > MAGIC_VALUE_V0:
-                batch_max = max([NO_TIMESTAMP, *(_i64(r.timestamp) for r in records)])
+                batch_max = max([NO_TIMESTAMP, *(r.timestamp for r in records)])
                 if batch_max > max_ts:
                     max_ts, shallow = batch_max, counter - 1
             ts_type = self.config.timestamp_type
@@ -342,7 +343,7 @@ class _Validation:
             uncompressed_size += _batch_header_size(to_magic, batch.compression)
             for record in records:
                 if batch.magic > MAGIC_VALUE_V0 and to_magic > MAGIC_VALUE_V0:
-                    max_ts = max(max_ts, _i64(record.timestamp))
+                    max_ts = max(max_ts, record.timestamp)
                     # Older clients got v1 inner offsets wrong: rewrite rather than reject.
                     if record.offset != expected_offset:
                         in_place = False
@@ -419,15 +420,15 @@ class _Validation:
         for record in validated:
             try:
                 offset = builder.append(
-                    timestamp=_i64(record.timestamp),
+                    timestamp=record.timestamp,
                     key=record.key,
                     value=record.value,
                     headers=() if legacy else record.headers,
                 )
             except ValueError as e:  # e.g. a negative timestamp other than -1
                 raise InvalidRecordError(f"{e} in topic partition {self.tp}") from None
-            if to_magic > MAGIC_VALUE_V0 and _i64(record.timestamp) > max_ts:
-                max_ts, offset_of_max = _i64(record.timestamp), offset
+            if to_magic > MAGIC_VALUE_V0 and record.timestamp > max_ts:
+                max_ts, offset_of_max = record.timestamp, offset
         out = builder.build()
         last_offset = self.next_offset + len(validated) - 1
         one_batch = codec != CompressionType.NONE or not legacy
@@ -464,10 +465,6 @@ def _topic_codec(compression: CompressionType | str) -> CompressionType:
             return CompressionType.NONE
         return CompressionType.from_label(compression)
     return CompressionType(compression)
-
-
-def _i64(value: int) -> int:
-    return ((value + (1 << 63)) & ((1 << 64) - 1)) - (1 << 63)
 
 
 def _batch_header_size(magic: int, codec: CompressionType) -> int:
@@ -508,7 +505,7 @@ def _describe(batch: Batch, record: Record, index: int) -> str:
     value = 0 if record.value is None else len(record.value)
     if isinstance(batch, RecordBatch):
         return (
-            f"DefaultRecord(offset={record.offset}, timestamp={_i64(record.timestamp)}, key={key} "
+            f"DefaultRecord(offset={record.offset}, timestamp={record.timestamp}, key={key} "
             f"bytes, value={value} bytes)"
         )
     message = _legacy_inner_entries(batch)[index] if batch.is_compressed else batch

@@ -20,10 +20,19 @@ __all__ = [
     "size_of_unsigned_varint",
     "size_of_varint",
     "size_of_varlong",
+    "wrap_int64",
 ]
 
 _INT32_MIN, _INT32_MAX = -(1 << 31), (1 << 31) - 1
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+_UINT64_MASK = (1 << 64) - 1
+
+
+def wrap_int64(value: int) -> int:
+    """``value`` as a Java long: sums such as baseTimestamp + timestampDelta wrap, as in Kafka."""
+    if _INT64_MIN <= value <= _INT64_MAX:
+        return value
+    return ((value - _INT64_MIN) & _UINT64_MASK) + _INT64_MIN
 
 
 def _decode(buf, pos: int, max_bytes: int, what: str, end: int) -> tuple[int, int]:
