@@ -17,6 +17,8 @@ import uuid
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from kafka.record import MemoryRecordsBuilder as KpBuilder
 from kafka.record.legacy_records import LegacyRecordBatchBuilder
 
@@ -27,6 +29,7 @@ from kafkalog.log.clock import MockClock
 from kafkalog.log.kafka_uuid import uuid_to_kafka_string
 from kafkalog.log.manager import LogManager
 from kafkalog.log.verify import VerifyReport, verify
+from kafkalog.log.verify_tail import DEFAULT_MAX_MESSAGE_BYTES, partial_tail_problem
 
 T0 = 1_700_000_000_000
 FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures"
@@ -621,3 +624,28 @@ def test_fixture_summaries_count_what_expected_json_counts(fixture_reports) -> N
             assert summary.segments == len(logs), rel
             assert summary.batches == sum(v["batches"] for v in logs), rel
             assert summary.records == sum(v["records"] for v in logs), rel
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    values=st.lists(st.binary(max_size=300), min_size=1, max_size=12),
+    cut=st.floats(min_value=0.0, max_value=0.999),
+    bad_size=st.integers(min_value=DEFAULT_MAX_MESSAGE_BYTES - 11, max_value=2**31 - 1),
+)
+def test_torn_appends_and_damaged_sizes_are_told_apart(values, cut, bad_size) -> None:
+    # Two whole batches, then a third cut anywhere after its 17-byte header: a torn append,
+    # never damage. The same third batch whole but with a size beyond max.message.bytes: damage.
+    whole = kp_batch(2, offset=0) + kp_batch(2, offset=2)
+    builder = KpBuilder(2, 0, 1 << 30)
+    for i, value in enumerate(values):
+        assert builder.append(T0 + i, None, value, []) is not None
+    builder.close()
+    third = bytearray(builder.buffer())
+    struct.pack_into(">q", third, 0, 4)
+    keep = 17 + int(cut * (len(third) - 17))
+    torn = memoryview(whole + bytes(third[:keep]))
+    assert partial_tail_problem(torn, len(whole), max_batch_size=DEFAULT_MAX_MESSAGE_BYTES) is None
+    struct.pack_into(">i", third, 8, bad_size)
+    damaged = memoryview(whole + bytes(third))
+    found = partial_tail_problem(damaged, len(whole), max_batch_size=DEFAULT_MAX_MESSAGE_BYTES)
+    assert found is not None and str(bad_size + 12) in found

@@ -38,13 +38,14 @@ def partial_tail_problem(
     """Why the incomplete entry at ``view[at:]`` is damage rather than a torn append, or None.
 
     ``max_batch_size`` is the largest batch the broker could have written (``max.message.bytes``,
-    counted without the 12-byte log overhead, as Kafka counts it), ``limit_name`` what sets it.
+    which Kafka compares with a batch's whole size, log overhead included), ``limit_name`` what
+    sets it.
     """
     left = len(view) - at
     if left < LOG_OVERHEAD:
         return None
     size = _SIZE.unpack_from(view, at + 8)[0]
-    if size > max_batch_size:
+    if size + LOG_OVERHEAD > max_batch_size:
         return (
             f"the entry declares {size + LOG_OVERHEAD} bytes, more than the largest batch a "
             f"broker accepts ({limit_name} {max_batch_size}): its size field is damaged, "
