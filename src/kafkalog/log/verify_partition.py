@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import KafkalogError
+from ..format import Tail
 from .checkpoints import LEADER_EPOCH_CHECKPOINT, read_leader_epoch_checkpoint
 from .naming import (
     CLEANED_FILE_SUFFIX,
@@ -232,6 +233,8 @@ def _report_gaps(directory: Path, scans: list[LogScan], bases: list[int], sink) 
     missing = sum(s.missing_offsets for s in scans)
     first = min((s.first_gap_after for s in scans if s.first_gap_after is not None), default=None)
     for previous, scan in itertools.pairwise(scans):
+        if previous.tail != Tail.NONE:
+            continue  # its last offsets are in bytes that cannot be read: reported there
         if previous.last_offset is not None and scan.first_offset is not None:
             hole = scan.first_offset - previous.last_offset - 1
             if hole > 0:
