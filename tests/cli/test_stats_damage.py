@@ -89,3 +89,26 @@ def test_plot_file_checked_before_reading(data_dir: Path, tmp_path: Path) -> Non
     run_main("stats", "--plot", tmp_path / "nowhere" / "x.png", data_dir, status=3)
     run_main("stats", "--plot", tmp_path / "x.svg", data_dir, status=0)
     assert (tmp_path / "x.svg").read_bytes().lstrip().startswith(b"<?xml")
+
+
+def test_a_long_zero_filled_end_of_the_active_segment_is_a_warning(tmp_path: Path) -> None:
+    # A preallocated segment (preallocate=true) left by an unclean shutdown: more zeros than any
+    # batch could be long, which is still not damage to the records before them.
+    root = build(tmp_path / "data", {"t": (1, {"max.message.bytes": "1000"})}, batches=6)
+    log = sorted((root / "t-0").glob("*.log"))[-1]
+    size = log.stat().st_size
+    with open(log, "ab") as f:
+        f.write(bytes(5000))
+    out, _ = run_main("stats", "--json", root, status=0)
+    found = partition(out)
+    assert found["error"] is None
+    assert found["warnings"] == [
+        f"{log}: position {size}: 5000 zero bytes at the end (preallocated space left by an "
+        f"unclean shutdown; recovery trims them)"
+    ]
+    first = sorted((root / "t-0").glob("*.log"))[0]
+    if first != log:  # the same zeros inside a rolled segment are damage
+        with open(first, "ab") as f:
+            f.write(bytes(5000))
+        out, _ = run_main("stats", "--json", root, status=1)
+        assert f"{first}, position" in partition(out)["error"]

@@ -197,17 +197,9 @@ def collect(log, stats: PartitionStats, *, timeline: bool = False, progress=None
     previous_last = None
     for i, segment in enumerate(log.segments):
         stats.size += segment.size()
-        end = segment.log.start
         try:
-            for batch in segment.log.batches():
-                try:
-                    batch.ensure_valid()  # Kafka's consumers check CRCs: count what they read
-                except CorruptRecordError as e:
-                    raise e.located(path=str(segment.log.path)) from None
-                _add_batch(stats, batch, previous_last)
-                previous_last = batch.last_offset
-                end = batch.position + batch.size_in_bytes
-            _check_tail(stats, segment, end, last=i == len(log.segments) - 1, config=log.config)
+            last = i == len(log.segments) - 1
+            previous_last = _walk_segment(stats, segment, previous_last, last, log.config)
         except KafkalogError as e:
             stats.error = str(e)
             break
@@ -222,43 +214,74 @@ def collect(log, stats: PartitionStats, *, timeline: bool = False, progress=None
             stats.error = f"compaction state: {e}"
 
 
+def _walk_segment(stats: PartitionStats, segment, previous_last, last: bool, config) -> int | None:
+    """Add one segment's batches, CRCs checked; its tail judged; the last offset seen."""
+    from ..log.recovery_plan import zero_filled
+
+    end = segment.log.start
+    batches = segment.log.batches()
+    while True:
+        try:
+            batch = next(batches, None)
+        except CorruptRecordError:  # a header no batch has: damage, unless all zeros
+            if not zero_filled(segment, end, segment.log.end):
+                raise
+            batch = None
+        if batch is None:
+            _check_tail(stats, segment, end, last=last, config=config)
+            return previous_last
+        try:
+            batch.ensure_valid()  # Kafka's consumers check CRCs: count what they read
+        except CorruptRecordError as e:
+            raise e.located(path=str(segment.log.path)) from None
+        _add_batch(stats, batch, previous_last)
+        previous_last = batch.last_offset
+        end = batch.position + batch.size_in_bytes
+
+
 def _check_tail(stats: PartitionStats, segment, end: int, *, last: bool, config) -> None:
     """Bytes after a segment's last complete batch: in the active segment a torn append or a
     zero-filled tail (recovery trims them: a warning), else damage that hides records."""
+    from ..log.recovery_plan import zero_filled
     from ..log.verify_tail import partial_tail_problem
 
     size = segment.log.end
     if end >= size:
         return
     path, left = str(segment.log.path), size - end
-    max_batch = config["max.message.bytes"]
-    if left <= max_batch + LOG_OVERHEAD:  # a torn append is shorter than the batch it was
-        rest = segment.log.read(end, left)
-        if not rest.strip(b"\0"):
+    if zero_filled(segment, end, size):
+        if last:
             stats.warnings.append(
                 f"{path}: position {end}: {left} zero bytes at the end (preallocated space left "
                 f"by an unclean shutdown; recovery trims them)"
             )
-            problem = None if last else "zero bytes inside a rolled segment"
-        else:
-            problem = partial_tail_problem(rest, 0, max_batch_size=max_batch)
-            if problem is None and last:
-                stats.warnings.append(
-                    f"{path}: position {end}: an incomplete last batch ({left} bytes), as a "
-                    f"broker appending when it stopped leaves (recovery trims it)"
-                )
+            return
+        raise CorruptRecordError(
+            f"{left} zero bytes after the last complete batch of a rolled segment, which Kafka "
+            f"had completed",
+            path=path,
+            position=end,
+        )
+    max_batch = config["max.message.bytes"]
+    if left <= max_batch + LOG_OVERHEAD:  # a torn append is shorter than the batch it was
+        problem = partial_tail_problem(segment.log.read(end, left), 0, max_batch_size=max_batch)
     else:
         problem = (
             f"{left} bytes after the last complete batch cannot be read as batches: records "
             f"may be hidden there"
         )
-    if problem is None and not last:
+    if problem is None and last:
+        stats.warnings.append(
+            f"{path}: position {end}: an incomplete last batch ({left} bytes), as a broker "
+            f"appending when it stopped leaves (recovery trims it)"
+        )
+        return
+    if problem is None:
         problem = (
             f"{left} bytes after the last complete batch of a rolled segment, which Kafka had "
             f"completed: records may be hidden there"
         )
-    if problem is not None:
-        raise CorruptRecordError(problem, path=path, position=end)
+    raise CorruptRecordError(problem, path=path, position=end)
 
 
 def _add_batch(stats: PartitionStats, batch, previous_last: int | None) -> None:

@@ -63,6 +63,7 @@ __all__ = [
     "records_from",
     "segment_index_problem",
     "segment_valid_prefix",
+    "zero_filled",
 ]
 
 # What an action does to ``path``.
@@ -171,7 +172,7 @@ def segment_valid_prefix(segment: LogSegment) -> ValidPrefix:
         reason = f"corrupt framing: {e.message}"
     size = segment.log.size_in_bytes()
     if (reason is None or bad_offset is None) and valid < size:
-        if _all_zeros(segment, valid, size):
+        if zero_filled(segment, valid, size):
             reason = "a zero-filled tail (preallocated space not written before a crash)"
         elif reason is None:
             reason = "a torn last batch (incomplete)"
@@ -195,7 +196,8 @@ def records_from(segment: LogSegment, position: int) -> tuple[int, bool]:
     return count, True
 
 
-def _all_zeros(segment: LogSegment, start: int, end: int) -> bool:
+def zero_filled(segment: LogSegment, start: int, end: int) -> bool:
+    """Whether the segment's bytes ``start..end`` are all zeros (read 1 MiB at a time)."""
     for position in range(start, end, 1 << 20):
         if segment.log.read(position, min(end - position, 1 << 20)).strip(b"\0"):
             return False
