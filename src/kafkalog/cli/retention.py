@@ -38,7 +38,7 @@ examples:
   kafkalog retention --topic clicks /var/lib/kafka/data
   kafkalog retention --now-ms 1767225600000 /var/lib/kafka/data   # as of another time
   kafkalog retention --apply /var/lib/kafka/data/clicks-0   # delete (stop the broker first)
-  kafkalog retention --apply --assume-defaults copied-data/   # no topic configs recorded there
+  kafkalog retention --apply --assume-defaults /var/lib/kafka/data   # configs not recorded
 
 exit status: 0 done, 1 a partition could not be read (or --apply refused to delete by assumed
 configs), 2 usage error, 3 I/O error or the data directory is locked by a running broker
