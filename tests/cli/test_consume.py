@@ -167,6 +167,9 @@ def test_decoders(tmp_path, capsysbinary):
     )  # fmt: skip
     text = main_in_process(capsysbinary, "consume", data, "--print-key", "--key-decoder", "hex")
     assert text.stdout.splitlines() == [b'00000007\t{"a":[1,2]}', b"00ff\tx"]
+    text = main_in_process(capsysbinary, "consume", data, "--max-records", "1",
+                           "--value-decoder", "json")  # fmt: skip
+    assert text.stdout == b'{"a":[1,2]}\n'  # decoded JSON is printed compact, as --json is
     bad = main_in_process(capsysbinary, "consume", data, "--print-key", "--key-decoder",
                           "int64", status=1)  # fmt: skip
     assert "d-0 offset 0: key: int64 needs 8 bytes, found 4" in bad.stderr

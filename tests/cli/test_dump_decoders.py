@@ -64,7 +64,8 @@ def test_key_and_value_decoders(tmp_path: Path) -> None:
     assert status == 0, err
     lines = record_lines(out)
     for i, line in enumerate(lines):
-        assert line.endswith(f" key: {10 + i} payload: {json.dumps(values[i], ensure_ascii=False)}")
+        compact = json.dumps(values[i], ensure_ascii=False, separators=(",", ":"))
+        assert line.endswith(f" key: {10 + i} payload: {compact}")  # re-serialized compactly
     objs = [o for o in json_lines(run_dump("--json", "--key-decoder", "int64", str(path))[1])]
     records = [o for o in objs if o["type"] == "record"]
     assert [r["decodedKey"] for r in records] == [10, 11, 12]

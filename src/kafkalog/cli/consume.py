@@ -11,7 +11,6 @@ written is read at a later poll. SIGINT or SIGTERM stop it cleanly with exit sta
 from __future__ import annotations
 
 import argparse
-import json
 import signal
 import sys
 import time
@@ -29,7 +28,7 @@ from .record_json import (
     iter_rows,
     record_line,
 )
-from .value_decoders import DECODER_NAMES, DECODERS, ValueDecodeError
+from .value_decoders import DECODER_NAMES, DECODERS, ValueDecodeError, shown
 
 EXAMPLES = """\
 examples:
@@ -171,13 +170,12 @@ class TextFormatter:
             if decode is None:
                 return data
             try:
-                shown = decode(data)
+                value = decode(data)
             except ValueDecodeError as e:
                 raise RecordFormatError(
                     f"{row.topic}-{row.partition} offset {row.offset}: {what}: {e}"
                 ) from None
-            text = shown if isinstance(shown, str) else json.dumps(shown, ensure_ascii=False)
-            return text.encode("utf-8")
+            return shown(value).encode("utf-8")
 
         return render
 

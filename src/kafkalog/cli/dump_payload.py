@@ -14,7 +14,6 @@ record's version (:mod:`.dump_kafka_json`).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 from ..errors import InvalidRecordError, KafkalogError
@@ -39,7 +38,7 @@ from ..format.internal.schema import Message, read_message
 from ..format.internal.transaction_state import TRANSACTION_LOG_VALUE
 from ..format.record import Record
 from .dump_kafka_json import java_json, kafka_json, metadata_type_name
-from .value_decoders import ValueDecodeError, decoder
+from .value_decoders import ValueDecodeError, decoder, shown
 
 __all__ = ["Parsed", "PayloadParser", "control_json", "make_parser"]
 
@@ -72,10 +71,6 @@ class PayloadParser:
         return Parsed(key, value, key, value)
 
 
-def _text(value: object) -> str:
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-
-
 class DecoderParser(PayloadParser):
     """``--key-decoder``/``--value-decoder``: one named decoder each (value_decoders.py)."""
 
@@ -101,8 +96,8 @@ class DecoderParser(PayloadParser):
         key, value = parts
         note = "; ".join(problems) or None
         return Parsed(
-            None if key is None else _text(key),
-            None if value is None else _text(value),
+            None if key is None else shown(key),
+            None if value is None else shown(value),
             key,
             value,
             note,

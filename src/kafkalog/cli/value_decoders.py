@@ -116,7 +116,17 @@ def _encode_base64(value: object) -> bytes:
 
 
 def _encode_json(value: object) -> bytes:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    return compact_json(value).encode("utf-8")
+
+
+def compact_json(value: object) -> str:
+    """JSON text without spaces after separators: what every command prints for JSON."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def shown(value: object) -> str:
+    """A decoded key or value as text: strings as they are, anything else as compact JSON."""
+    return value if isinstance(value, str) else compact_json(value)
 
 
 def _encode_int(width: int) -> Callable[[object], bytes]:
