@@ -20,7 +20,6 @@ from pathlib import Path
 
 from ..errors import CorruptRecordError, KafkalogError
 from ..format import TimestampType
-from ..format.constants import LOG_OVERHEAD
 from .operate import (
     EXIT_OK,
     EXIT_PROBLEMS,
@@ -266,7 +265,7 @@ def _check_tail(stats: PartitionStats, segment, end: int, *, last: bool, config)
             position=end,
         )
     max_batch = config["max.message.bytes"]
-    if left <= max_batch + LOG_OVERHEAD:  # a torn append is shorter than the batch it was
+    if left <= max_batch:  # a torn append is shorter than its batch, which Kafka bounds so
         problem = partial_tail_problem(segment.log.read(end, left), 0, max_batch_size=max_batch)
     else:
         problem = (
