@@ -241,3 +241,16 @@ print(rows, (after - before) // 1024)
     assert rows == base
     assert grown_mb < 64, f"peak RSS grew {grown_mb} MB"
     del resource
+
+
+def test_small_ranges_are_packed_into_enough_tasks_for_the_cores(tmp_path, monkeypatch):
+    from kafkalog.spark import reader
+
+    monkeypatch.setattr(reader, "PACK_BELOW", 4096)
+    monkeypatch.setattr(reader, "PACK_UP_TO", 1 << 20)
+    monkeypatch.setattr(reader.os, "cpu_count", lambda: 2)
+    written = write_dir(tmp_path, {"a": 4}, 300, segment_bytes=2048)
+    parts, batches = _read({"path": str(tmp_path)})
+    assert len(parts) >= 2 * 2  # not one task holding every small segment
+    expected = sorted(r["value"] for rows in written.values() for r in rows)
+    assert sorted(_values(batches)) == expected

@@ -268,17 +268,25 @@ class PackedInputPartition(_Base):
 
 
 PACK_BELOW = 8 << 20  # ranges smaller than this are packed together ...
-PACK_UP_TO = 32 << 20  # ... into tasks of up to this many bytes
+PACK_UP_TO = 32 << 20  # ... into tasks of up to this many bytes ...
+PACK_TASKS_PER_CORE = 2  # ... but into at least this many tasks per core of the driver's machine
 
 
 def _pack(parts: list[KafkaInputPartition]) -> list:
+    small = sum(
+        p.end_position - p.start_position
+        for p in parts
+        if p.end_position - p.start_position < PACK_BELOW
+    )
+    tasks = PACK_TASKS_PER_CORE * (os.cpu_count() or 1)  # local mode: the executor's cores
+    limit = min(PACK_UP_TO, max(PACK_BELOW, -(-small // tasks)))
     out, group, size = [], [], 0
     for p in parts:
         n = p.end_position - p.start_position
         if n >= PACK_BELOW:
             out.append(p)
             continue
-        if group and size + n > PACK_UP_TO:
+        if group and size + n > limit:
             out.append(PackedInputPartition(group) if len(group) > 1 else group[0])
             group, size = [], 0
         group.append(p)
