@@ -10,6 +10,7 @@ Records are compared through kafka-python's decoder, checkpoints parsed as text 
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 import subprocess
 import sys
@@ -20,6 +21,7 @@ import pytest
 from kafka.record import MemoryRecords as KpRecords
 from kafka.record import MemoryRecordsBuilder as KpBuilder
 
+from kafkalog.errors import KafkalogError
 from kafkalog.log.clock import MockClock
 from kafkalog.log.manager import DataDirLockedError, LogManager
 from kafkalog.log.naming import TopicPartition
@@ -242,6 +244,31 @@ def test_a_clean_close_writes_checkpoints_and_the_marker(tmp_path: Path) -> None
         assert not any(QUARANTINE_DIR_NAME in p for p in digest(tmp_path))
     after = digest(tmp_path)
     assert after == files  # a clean reopen and close rewrites the same bytes
+
+
+def test_altered_configs_reach_open_logs_and_survive_a_reopen(tmp_path: Path) -> None:
+    with LogManager(tmp_path, writable=True, clock=MockClock(now_ms=T0)) as manager:
+        logs = manager.create_topic("orders", 2, {"retention.ms": "1000"})
+        manager.alter_topic_configs("orders", {"retention.ms": "5000", "cleanup.policy": "compact"})
+        assert [log.config["retention.ms"] for log in logs] == [5000, 5000]
+        with pytest.raises(KafkalogError):
+            manager.alter_topic_configs("orders", {"retention.ms": "soon"})
+        assert logs[0].config["retention.ms"] == 5000  # a refused change leaves the old one
+    with LogManager(tmp_path, clock=MockClock(now_ms=T0)) as manager:
+        assert manager.config_for("orders").as_strings() == {
+            "retention.ms": "5000", "cleanup.policy": "compact"}  # fmt: skip
+
+
+def test_a_deleted_topic_leaves_no_directory_config_or_checkpoint_entry(tmp_path: Path) -> None:
+    with LogManager(tmp_path, writable=True, clock=MockClock(now_ms=T0)) as manager:
+        manager.create_topic("gone", 3)
+        manager.create_topic("kept", 1)
+        assert manager.delete_topic("gone") == 3
+        assert manager.topics() == {"kept": [0]}
+    assert sorted(p.name for p in tmp_path.iterdir() if p.is_dir()) == ["kept-0"]
+    topics = json.loads((tmp_path / "kafkalog-topics.json").read_text())["topics"]
+    assert sorted(topics) == ["kept"]
+    assert set(read_checkpoint(tmp_path / "recovery-point-offset-checkpoint")) == {("kept", 0)}
 
 
 def test_after_a_crash_recovery_keeps_what_was_written_and_rebuilds_indexes(

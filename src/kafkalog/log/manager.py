@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -49,6 +50,7 @@ from .meta_properties import (
 from .naming import (
     PartitionDirKind,
     TopicPartition,
+    log_delete_dir_name,
     log_dir_name,
     parse_partition_dir_name,
     validate_partition,
@@ -320,6 +322,40 @@ class LogManager:
         self._topic_ids[topic] = topic_id
         self._write_topics_file()
         return [self.get_or_create_log(TopicPartition(topic, p)) for p in range(num_partitions)]
+
+    def alter_topic_configs(self, topic: str, configs: Mapping[str, str]) -> None:
+        """Replace ``topic``'s overrides (validated first), record them in the topics file and
+        apply them to its open logs (segments already written keep the sizes they rolled at)."""
+        self._check_writable()
+        configs = {str(k): str(v) for k, v in configs.items()}
+        new = LogConfig(configs)
+        self._topic_configs[topic] = configs
+        self._write_topics_file()
+        for tp, partition_log in self.logs.items():
+            if tp.topic == topic:
+                partition_log.config = new
+
+    def delete_topic(self, topic: str) -> int:
+        """Close and remove every partition of ``topic``; the number of partitions removed.
+
+        As Kafka does, a partition directory is first renamed ``<tp>.<uuid>-delete`` (a crash
+        midway never leaves a half-deleted live partition; the loader skips such directories),
+        then removed."""
+        self._check_writable()
+        removed = 0
+        for tp in [tp for tp in self.logs if tp.topic == topic]:
+            partition_log = self.logs.pop(tp)
+            directory = self.log_dir_of.pop(tp)
+            partition_log.close()
+            doomed = directory / log_delete_dir_name(tp)
+            (directory / log_dir_name(tp)).rename(doomed)
+            shutil.rmtree(doomed, ignore_errors=True)  # what is left is only ever a -delete dir
+            removed += 1
+        self._topic_configs.pop(topic, None)
+        self._topic_ids.pop(topic, None)
+        self._write_topics_file()
+        self.checkpoint()
+        return removed
 
     def get_or_create_log(self, tp: TopicPartition) -> Log:
         existing = self.logs.get(tp)

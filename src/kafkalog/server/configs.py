@@ -13,7 +13,6 @@ from ..protocol import ApiKey
 from . import error_codes as ec
 from .broker import Broker
 from .handlers import Handler, RequestContext
-from .topic_admin import topic_overrides, update_topic_configs
 
 __all__ = ["describe_topic_configs", "handlers"]
 
@@ -159,12 +158,12 @@ def handlers(broker: Broker) -> dict[int, Handler]:
                 entry.update(error_code=ec.INVALID_CONFIG, error_message=message)
             else:
                 try:
-                    new = _alter(topic_overrides(broker.log_manager, name), res["configs"])
+                    new = _alter(broker.log_manager.config_for(name).as_strings(), res["configs"])
                 except KafkalogError as e:
                     entry.update(error_code=ec.INVALID_CONFIG, error_message=e.message)
                 else:
                     if not request["validate_only"]:
-                        update_topic_configs(broker.log_manager, name, new)
+                        broker.log_manager.alter_topic_configs(name, new)
             responses.append(entry)
         return {"responses": responses}
 

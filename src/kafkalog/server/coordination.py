@@ -25,6 +25,7 @@ import contextlib
 import logging
 from dataclasses import dataclass, fields
 
+from ..log.manager import INTERNAL_TOPIC_CONFIGS
 from .group_describe import describe_groups, list_groups
 from .group_load import load_groups
 from .group_log import CoordinatorLog
@@ -42,7 +43,6 @@ _log = logging.getLogger("kafkalog.server")
 OFFSETS_TOPIC = "__consumer_offsets"
 TRANSACTION_STATE_TOPIC = "__transaction_state"
 # Kafka's settings for both topics (offsets.topic.segment.bytes, transaction.state.log.*).
-_INTERNAL_TOPIC_CONFIGS = {"cleanup.policy": "compact", "segment.bytes": "104857600"}
 _MAX_IDLE_S = 0.1  # the longest a timeout can fire late
 
 _GROUP_SETTINGS = {
@@ -121,7 +121,7 @@ def _partitions(broker, topic: str, configured: int) -> int:
     existing = broker.log_manager.topics().get(topic)
     if existing:
         return max(existing) + 1
-    broker.ensure_internal_topic(topic, configured, dict(_INTERNAL_TOPIC_CONFIGS))
+    broker.ensure_internal_topic(topic, configured, dict(INTERNAL_TOPIC_CONFIGS[topic]))
     return configured
 
 

@@ -14,7 +14,6 @@ from . import error_codes as ec
 from .broker import INTERNAL_TOPICS, Broker
 from .configs import describe_topic_configs
 from .handlers import Handler, RequestContext
-from .topic_admin import delete_topic
 
 __all__ = ["handlers"]
 
@@ -100,7 +99,7 @@ def handlers(broker: Broker) -> dict[int, Handler]:
             elif name not in broker.log_manager.topics():
                 responses.append({**entry, "error_code": ec.UNKNOWN_TOPIC_OR_PARTITION})
             else:
-                delete_topic(broker.log_manager, name)
+                broker.log_manager.delete_topic(name)
                 broker.topics_changed()
                 log.info("deleted topic %s", name)
                 responses.append({**entry, "error_code": ec.NONE})
