@@ -3,7 +3,8 @@
 As msgpack does: ``KAFKALOG_PUREPYTHON=1`` (any non-empty value but ``0``) forces the pure
 kernels; otherwise the C extension ``_speedups`` is used when it loads and speaks the same ABI
 version, else kafkalog falls back to the pure kernels and warns once (this module is imported once
-per process). Codecs and CRC libraries are the same on both paths.
+per process). Decompression is the same on both paths; the compiled kernels compute CRCs with the
+CPU's instructions where it has them, the pure ones with the ``crc32c`` package and zlib.
 """
 
 from __future__ import annotations

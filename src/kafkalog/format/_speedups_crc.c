@@ -141,7 +141,7 @@ static const fold_t fold32c = {{0x0dcb17aa4LL, 0x0b9e02b86LL}, {0x0740eef02LL, 0
                                {0x0f20c0dfeLL, 0x14cd00bd6LL}, tab32c};
 
 #define CLMUL_TARGET __attribute__((target("pclmul,sse2")))
-#define VCLMUL_TARGET __attribute__((target("avx512f,vpclmulqdq,pclmul,sse2")))
+#define VCLMUL_TARGET __attribute__((target("avx,avx512f,vpclmulqdq,pclmul,sse2")))
 
 CLMUL_TARGET static inline __m128i fold128(__m128i x, __m128i k, __m128i next) {
     return _mm_xor_si128(_mm_xor_si128(_mm_clmulepi64_si128(x, k, 0x00),
@@ -208,6 +208,9 @@ VCLMUL_TARGET static uint32_t crc_vclmul(const fold_t *f, uint32_t c, const uint
     x = fold128(x, k128, _mm512_extracti32x4_epi32(z0, 1));
     x = fold128(x, k128, _mm512_extracti32x4_epi32(z0, 2));
     x = fold128(x, k128, _mm512_extracti32x4_epi32(z0, 3));
+    /* Clean the upper register state before any SSE code runs: left dirty, every later legacy SSE
+     * instruction in the process (ours, libc's, numpy's) pays a transition penalty. */
+    _mm256_zeroupper();
     return finish_lanes(f, x, start, p, n, used);
 }
 

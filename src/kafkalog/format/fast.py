@@ -12,7 +12,8 @@ Everything outside the format layer imports this facade, never the kernels::
 Work is done by compiled kernels (C, ``_speedups``) when they are built, else by their pure-Python
 twins (``_pure_kernels``): same results and same exceptions, about ten times slower.
 ``KAFKALOG_PUREPYTHON=1`` forces the pure kernels; ``IMPLEMENTATION`` says which run.
-Codecs (:mod:`kafkalog.format.codecs`) and CRCs (``crc32c``) are shared by both.
+Decompression is shared by both (:mod:`kafkalog.format.codecs`; lz4 and snappy straight into a
+reused buffer); CRCs are computed inside the kernels (the pure twins call ``crc32c`` and zlib).
 
 Columns (:data:`SCHEMA`): ``offset``; ``timestamp`` (ms; with LogAppendTime the batch's max
 timestamp, as Kafka reports it; -1 for magic 0, which has none); ``timestampType`` (0 CreateTime,
