@@ -6,9 +6,11 @@
 Every dataset is generated once (v2 by kafkalog's encoder, v1 by kafka-python's builder) and
 decoded by each library; aiokafka and kafka-python touch every record's offset, timestamp, key,
 value and headers, kafkalog builds the Arrow columns. Also timed: kafkalog with CRC validation,
-and the decompressor alone (kafkalog.format.codecs over every batch's records section), the floor
-for compressed data. Encode builds v2 batches from Python lists (the list -> Arrow conversion is
-included) at Kafka's default levels (gzip 6, lz4 9, zstd 3). Times are CPU-time medians
+and two floors for compressed data: the decompressor alone (kafkalog.format.codecs.decompress over
+every batch's records section) and the decoder's own decompression alone (the same sections
+through the decoder's Inflater: lz4 and snappy straight into one reused buffer). Encode builds v2
+batches from Python lists (the list -> Arrow conversion is included) at Kafka's default levels
+(gzip 6, lz4 9, zstd 3). Times are CPU-time medians
 (time.process_time) of --repeat runs, the contenders' runs interleaved so that a noisy machine
 weighs on all alike (kafka-python: --slow-repeat runs). Finally a ~1 GiB segment file is walked
 through an mmap in bounded chunks in a subprocess, reporting its peak RSS.
@@ -36,7 +38,8 @@ from kafka.record.default_records import DefaultRecordBatchBuilder as KpBuilder
 from kafka.record.legacy_records import LegacyRecordBatchBuilder as KpLegacyBuilder
 
 from kafkalog.format import MemoryRecords, fast
-from kafkalog.format.codecs import decompress
+from kafkalog.format._columnar_inflate import Inflater
+from kafkalog.format.codecs import DEFAULT_MAX_DECOMPRESSED_SIZE, decompress
 
 CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 KB16, MB1 = 16_384, 1_048_576
@@ -160,8 +163,13 @@ def bench_decode(n: int, repeat: int, slow_repeat: int) -> list[dict]:
             fns["decompress_only_s"] = lambda ps=parts: [
                 decompress(c, p, magic=m) for c, m, p in ps
             ]
+            inflater = Inflater()
+            fns["inflate_only_s"] = lambda ps=parts, i=inflater: [
+                i.inflate(c, memoryview(p), m, DEFAULT_MAX_DECOMPRESSED_SIZE) for c, m, p in ps
+            ]
         row.update(cpu_interleaved(fns, repeat))
         row.setdefault("decompress_only_s", None)
+        row.setdefault("inflate_only_s", None)
         row["kafka_python_s"] = cpu(lambda d=data: touch_all(KpMemoryRecords(d)), slow_repeat)
         rows.append(row)
         print(decode_line(row, n), flush=True)
@@ -323,6 +331,8 @@ def main() -> None:
         "python": platform.python_version(),
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
         "implementation": fast.IMPLEMENTATION,
+        "crc": getattr(fast.kernels, "crc_implementation", lambda: "crc32c package")(),
+        "load_average_before": os.getloadavg(),
         "records": args.records,
         "repeat": args.repeat,
         "slow_repeat": args.slow_repeat,
@@ -334,6 +344,7 @@ def main() -> None:
     results["decode"] = bench_decode(args.records, args.repeat, args.slow_repeat)
     results["encode"] = bench_encode(args.records, args.repeat, args.slow_repeat)
     results["segment"] = bench_segment(args.segment_bytes, 65536)
+    results["load_average_after"] = os.getloadavg()
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(results, indent=1) + "\n")
