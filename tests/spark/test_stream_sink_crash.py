@@ -28,7 +28,7 @@ kafka_records = pytest.importorskip("kafka.record.memory_records")
 pytestmark = pytest.mark.slow
 
 PER_TRIGGER = 60
-RECORDS = 300  # per partition: 10 micro-batches of PER_TRIGGER records
+RECORDS = 180  # per partition: 6 micro-batches of PER_TRIGGER records
 _QUERY = """
 import os, sys, time
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -96,7 +96,7 @@ def _staging(dst: Path, batch_id: int) -> bool:
     return any(dst.glob(f"{STAGING_DIR}/stream-*/{batch_id}/*"))
 
 
-def _wait_then_kill(proc, dst: Path, *, in_commit: bool, timeout: float = 240) -> str:
+def _wait_then_kill(proc, dst: Path, *, in_commit: bool, timeout: float = 600) -> str:
     """SIGKILL the query's process group once the tasks of a micro-batch after one this run
     committed are staging (with ``in_commit``: while a commit is appending, if one is caught
     before a few batches went by); returns where it landed."""
