@@ -48,6 +48,7 @@ from .constants import (
 from .crc import crc32
 from .record import Record
 from .records import Batch, MemoryRecords, iter_batches
+from .validator_compressed import validate_v2_compressed
 from .validator_fast import validate_v2_in_place
 from .validator_types import (
     PRODUCER,
@@ -125,8 +126,9 @@ def validate_records(
 
 
 def _fast_path(view: memoryview, config: LogValidatorConfig, v) -> ValidationResult | None:
-    """The usual append (one uncompressed v2 batch kept uncompressed) without a Python object
-    per record; None when the input needs the general path below (or fails a check there)."""
+    """The usual appends (one v2 batch for a v2 topic, compressed or not) without a Python
+    object per record; None when the input needs the general path below (or fails a check
+    there). With compression.type=producer the target is the batch's own codec."""
     try:
         target = (
             CompressionType.NONE if config.compression == PRODUCER else
@@ -134,10 +136,14 @@ def _fast_path(view: memoryview, config: LogValidatorConfig, v) -> ValidationRes
         )  # fmt: skip
     except ValueError:
         return None  # reported by the general path, in its order of checks
-    return validate_v2_in_place(
-        view, config, target, next_offset=v.next_offset, partition_leader_epoch=v.leader_epoch,
-        now_ms=v.now, origin=v.origin,
+    where = dict(
+        next_offset=v.next_offset, partition_leader_epoch=v.leader_epoch, now_ms=v.now,
+        origin=v.origin,
     )  # fmt: skip
+    result = validate_v2_in_place(view, config, target, **where)
+    if result is None:
+        result = validate_v2_compressed(view, config, target, **where)
+    return result
 
 
 class _Validation:

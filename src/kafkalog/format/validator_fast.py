@@ -32,7 +32,7 @@ from .constants import (
 )
 from .crc import crc32c
 from .validator_records import v2_record_columns
-from .validator_scan import scan_v2_batches
+from .validator_scan import V2Header, scan_v2_batches
 from .validator_types import (
     LONG_MAX,
     AppendOrigin,
@@ -41,7 +41,7 @@ from .validator_types import (
     ValidationResult,
 )
 
-__all__ = ["validate_v2_in_place"]
+__all__ = ["client_header_ok", "out_of_bounds", "patched_batch", "validate_v2_in_place"]
 
 _U32 = struct.Struct(">I")
 _LONG_MIN = -LONG_MAX - 1
@@ -69,7 +69,7 @@ def validate_v2_in_place(
     h = headers[0]
     if h.attributes & (_CODEC_MASK | TIMESTAMP_TYPE_MASK) or h.size > config.max_message_bytes:
         return None  # compressed, or typed LogAppendTime by the client: the general path
-    if origin == AppendOrigin.CLIENT and not _client_header_ok(h):
+    if origin == AppendOrigin.CLIENT and not client_header_ok(h):
         return None
     columns = v2_record_columns(view, h.count, copy=False)  # used up before returning
     if columns is None:
@@ -79,11 +79,11 @@ def validate_v2_in_place(
         return None
     log_append = config.timestamp_type == TimestampType.LOG_APPEND_TIME
     highest = int(timestamps.max()) if len(timestamps) else NO_TIMESTAMP
-    if not log_append and _out_of_bounds(timestamps, highest, config, now_ms):
+    if not log_append and out_of_bounds(timestamps, highest, config, now_ms):
         return None
     batch_max = max(NO_TIMESTAMP, highest)
     last_offset = next_offset + h.count - 1
-    out = _assign(view, last_offset, partition_leader_epoch, config.timestamp_type,
+    out = patched_batch(view, last_offset, partition_leader_epoch, config.timestamp_type,
                   now_ms if log_append else batch_max)  # fmt: skip
     if log_append:
         max_ts, shallow = now_ms, last_offset
@@ -103,7 +103,7 @@ def validate_v2_in_place(
     )
 
 
-def _client_header_ok(h) -> bool:
+def client_header_ok(h: V2Header) -> bool:
     """LogValidator.validateBatch's checks on a client's batch, all passing."""
     count_from_offsets = h.last_offset_delta + 1
     has_producer_id = h.producer_id > NO_PRODUCER_ID
@@ -117,7 +117,7 @@ def _client_header_ok(h) -> bool:
     )
 
 
-def _out_of_bounds(
+def out_of_bounds(
     timestamps: np.ndarray, highest: int, config: LogValidatorConfig, now_ms: int
 ) -> bool:
     """Any record timestamp outside the topic's message.timestamp.before/after.max.ms, in Java
@@ -142,7 +142,9 @@ def _out_of_bounds(
         return bool((diff > before).any() or ((-diff) > after).any())
 
 
-def _assign(view: memoryview, last_offset: int, epoch: int, ts_type, max_ts: int) -> tuple:
+def patched_batch(
+    view: memoryview, last_offset: int, epoch: int, ts_type: TimestampType, max_ts: int
+) -> tuple[bytes, memoryview]:
     """The batch after Kafka's in-place assignment (MutableRecordBatch calls on its header),
     without copying its records: a patched copy of the header, and a view of the records."""
     head = bytearray(view[:RECORDS_OFFSET])

@@ -7,8 +7,11 @@ Decoding records one Python object at a time costs microseconds each; the column
 rules as the record-at-a-time decoder. A batch is decoded into buffers kept per thread and reused
 (fresh large allocations page-fault); the columns are copied out of them unless asked not to.
 
-The kernels decode keys and values too (they build Arrow columns); a validation-only kernel (the
-same walk, writing only offset deltas, timestamps and key presence) would do less work.
+A compressed batch's records are decompressed as the columnar decoder does (lz4 and snappy
+straight into one reused buffer, everything else through :mod:`kafkalog.format.codecs`, with the
+same cap) and walked by the same kernel. The kernels decode keys and values too (they build Arrow
+columns, which a rebuild re-encodes from); a validation-only kernel (the same walk, writing only
+offset deltas, timestamps and key presence) would do less work for the checks alone.
 """
 
 from __future__ import annotations
@@ -17,12 +20,18 @@ import threading
 from typing import NamedTuple
 
 import numpy as np
+import pyarrow as pa
 
+from ..errors import KafkalogError
 from . import _kernel_abi as A
 from ._columnar_decode import _Buffers, _ChunkFull
+from ._columnar_inflate import Inflater
 from ._kernels import kernels
+from .codecs import DEFAULT_MAX_DECOMPRESSED_SIZE
+from .constants import RECORDS_OFFSET
+from .validator_scan import V2Header
 
-__all__ = ["RecordColumns", "v2_record_columns"]
+__all__ = ["RecordColumns", "current_records", "v2_compressed_columns", "v2_record_columns"]
 
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 _local = threading.local()
@@ -54,22 +63,66 @@ def v2_record_columns(view: memoryview, count: int, *, copy: bool = True) -> Rec
     record-at-a-time path then raises the precise error. ``copy=False`` returns views of this
     thread's buffers instead, which its next call overwrites (for a caller done before then)."""
     b = _buffers(len(view), count)
-    pos, end = 0, len(view)
+    ok = _fill(
+        b,
+        lambda pos: kernels.decode_entries(
+            b.sink, view, pos, len(view), _INT64_MIN, _INT64_MAX, _INT64_MAX, A.FLAG_KEEP_CONTROL
+        ),
+    )
+    if ok is None or ok[1] != len(view):
+        return None
+    return _columns(b, count, copy)
+
+
+def v2_compressed_columns(view: memoryview, h: V2Header) -> tuple[RecordColumns, int] | None:
+    """The records of ``view``, one complete compressed magic 2 batch with header ``h``, and the
+    size of its decompressed records section (what Kafka counts as the records' bytes); None
+    when they do not decompress or decode (the caller's general path then says why). The
+    columns are views of this thread's buffers, valid until its next call."""
+    inflater = getattr(_local, "inflater", None)
+    if inflater is None:
+        inflater = _local.inflater = Inflater()
+    payload = view[RECORDS_OFFSET : h.size]
+    try:
+        data = inflater.inflate(h.attributes & 0x07, payload, 2, DEFAULT_MAX_DECOMPRESSED_SIZE)
+    except KafkalogError:
+        return None
+    b = _buffers(len(data), h.count)
+    fields = (h.count, h.base_offset, h.base_timestamp, h.max_timestamp, h.attributes)
+    producer = (h.base_sequence, h.producer_id, h.producer_epoch, h.partition_leader_epoch)
+    ok = _fill(
+        b,
+        lambda _: kernels.decode_records_v2(
+            b.sink, data, *fields, *producer, _INT64_MIN, _INT64_MAX
+        ),
+    )
+    if ok is None:
+        return None
+    return _columns(b, h.count, False), len(data)
+
+
+def current_records() -> pa.RecordBatch:
+    """The records of this thread's last decode as Arrow columns (``fast.SCHEMA``), without a
+    copy: valid until its next call (a rebuild re-encodes them from here)."""
+    return _local.buffers.to_arrow()
+
+
+def _fill(b: _Buffers, decode) -> tuple | None:
+    """Run a kernel call (given where to resume) until it has the room it needs; its END
+    result, or None for anything else (malformed records, more than a chunk holds)."""
+    pos = 0
     while True:
-        result = kernels.decode_entries(
-            b.sink, view, pos, end, _INT64_MIN, _INT64_MAX, _INT64_MAX, A.FLAG_KEEP_CONTROL
-        )
-        status = result[0]
-        if status == A.NEED_SPACE:
-            try:
-                b.grow(result[2], result[3])
-            except _ChunkFull:
-                return None
-            pos = result[1]
-            continue
-        if status != A.END or result[1] != end:
+        result = decode(pos)
+        if result[0] != A.NEED_SPACE:
+            return result if result[0] == A.END else None
+        try:
+            b.grow(result[2], result[3])
+        except _ChunkFull:
             return None
-        break
+        pos = result[1]
+
+
+def _columns(b: _Buffers, count: int, copy: bool) -> RecordColumns | None:
     if b.rows() != count:
         return None
     a = b.arrays
