@@ -63,6 +63,8 @@ def validate_v2_in_place(
         return None
     if view.format != "B" or view.ndim != 1:
         return None
+    if len(view) > 22 and view[22] & _CODEC_MASK:
+        return None  # compressed: checked before the CRC pass, which the compressed path makes
     headers = scan_v2_batches(view)  # also: one whole batch, valid CRC
     if headers is None or len(headers) != 1:
         return None
