@@ -10,6 +10,7 @@ patched and given a valid CRC with kafka-python's CRC function; outputs are deco
 from __future__ import annotations
 
 import struct
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -254,3 +255,46 @@ def test_array_and_general_paths_agree(
         # every valid batch is the array path's, but for validator_fast's own case (kafka-python
         # leaves a batch uncompressed when compressing would not make it smaller)
         assert data[22] & 0x07 == 0 and compression in ("producer", "uncompressed")
+
+
+KAFKA_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "kafka-data"
+
+
+def fixture_batches(per_codec: int) -> dict[int, list[bytes]]:
+    """Compressed v2 batches that real clients wrote (from the real-broker fixtures), made into
+    client batches again: base offset 0, LogAppendTime cleared (the CRC made valid)."""
+    found: dict[int, list[bytes]] = {}
+    for path in sorted(KAFKA_DATA.rglob("*.log")):
+        data = path.read_bytes()
+        pos = 0
+        while pos + 61 <= len(data):
+            size = struct.unpack_from(">i", data, pos + 8)[0] + 12
+            if size < 61 or pos + size > len(data):
+                break
+            attributes = data[pos + 22]
+            codec = attributes & 0x07
+            if data[pos + 16] == 2 and codec and not attributes & 0x20:
+                batches = found.setdefault(codec, [])
+                if len(batches) < per_codec:
+                    buf = bytearray(8) + data[pos + 8 : pos + size]
+                    buf[22] &= ~0x08
+                    batches.append(with_crc(buf))
+            pos += size
+    return found
+
+
+def test_batches_real_clients_wrote_agree():
+    if not KAFKA_DATA.is_dir():
+        pytest.skip("../shared/fixtures not found: the real-broker fixtures sit beside the repo")
+    found = fixture_batches(per_codec=40)
+    assert set(found) >= {1, 2, 3}  # gzip, snappy (xerial), lz4 frames
+    configs = [
+        LogValidatorConfig(),
+        LogValidatorConfig(timestamp_type=TimestampType.LOG_APPEND_TIME),
+        LogValidatorConfig(compression="lz4"),
+        LogValidatorConfig(compression="uncompressed"),
+    ]
+    for codec, batches in found.items():
+        for data in batches:
+            for config in configs:
+                assert check_agree(data, config, **KW), (codec, config)

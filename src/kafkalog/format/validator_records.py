@@ -22,7 +22,6 @@ from typing import NamedTuple
 import numpy as np
 import pyarrow as pa
 
-from ..errors import KafkalogError
 from . import _kernel_abi as A
 from ._columnar_decode import _Buffers, _ChunkFull
 from ._columnar_inflate import Inflater
@@ -85,7 +84,7 @@ def v2_compressed_columns(view: memoryview, h: V2Header) -> tuple[RecordColumns,
     payload = view[RECORDS_OFFSET : h.size]
     try:
         data = inflater.inflate(h.attributes & 0x07, payload, 2, DEFAULT_MAX_DECOMPRESSED_SIZE)
-    except KafkalogError:
+    except Exception:  # whatever it is, the general path decompresses again and says why
         return None
     b = _buffers(len(data), h.count)
     fields = (h.count, h.base_offset, h.base_timestamp, h.max_timestamp, h.attributes)
@@ -96,6 +95,8 @@ def v2_compressed_columns(view: memoryview, h: V2Header) -> tuple[RecordColumns,
             b.sink, data, *fields, *producer, _INT64_MIN, _INT64_MAX
         ),
     )
+    if len(data) > _KEEP_BYTES:
+        _local.inflater = None  # its buffer would stay as large as this exceptional batch
     if ok is None:
         return None
     return _columns(b, h.count, False), len(data)
