@@ -136,3 +136,16 @@ def test_read_options_reach_the_partition(tmp_path):
     batches = [b for p in parts for b in read_partition(p)]
     assert batches[0].schema.equals(arrow_schema(True))
     assert sum(b.num_rows for b in batches) == 50
+
+
+def test_highly_compressed_batches_are_cut_so_memory_stays_bounded(tmp_path, monkeypatch):
+    """A piece is sized by the bytes read; batches that decompress to far more rows than that
+    predicts come out in several Arrow batches of at most PIECE_MAX_ROWS (plus the rest of one
+    Kafka batch), not in one."""
+    monkeypatch.setattr(reader, "PIECE_MAX_ROWS", 500)
+    _write(tmp_path, [200] * 40, "gzip", 1000)  # 8,000 records of one repeated byte: a few KB
+    expected = _kafka_python(tmp_path / "r-0" / "00000000000000000000.log")
+    batches = list(read_partition(_part(tmp_path, 0, 1 << 40)))
+    assert len(batches) >= 8000 // (500 + 200)
+    assert all(b.num_rows <= 500 + 200 for b in batches)
+    assert _rows(batches) == expected

@@ -39,6 +39,7 @@ TARGET_ROWS = 10_000  # rows per Arrow batch (fewer when rows are big)
 TARGET_BATCH_BYTES = 8 << 20
 PIECE_BYTES = 1 << 20  # log bytes decoded into one Arrow batch, to start with (then adapted)
 MIN_PIECE_BYTES = 64 << 10
+PIECE_MAX_ROWS = 4 * TARGET_ROWS  # a piece of highly compressed batches is cut at this many rows
 _ENTRY = struct.Struct(">qi")
 
 try:  # pyspark is only needed on the Spark side; planning and read() run without it
@@ -457,22 +458,25 @@ def _read_one(part: KafkaInputPartition, pool: _DecoderPool) -> Iterator[pa.Reco
     for position, view, cuts in chunks:
         lo = 0
         for hi in _pieces(cuts, len(view), sizer):
-            decoded = pool.next().decode(
-                view[lo:hi], start_offset=part.start_offset, end_offset=part.end_offset,
-                keep_control=False, position_base=position + lo,
+            # One Arrow batch per piece, unless its batches decompress to far more rows than
+            # the piece was sized for: then several, so memory stays bounded.
+            pieces = pool.next().iter_batches(
+                view[lo:hi], max_rows=PIECE_MAX_ROWS, start_offset=part.start_offset,
+                end_offset=part.end_offset, keep_control=False, position_base=position + lo,
             )  # fmt: skip
             read, lo = hi - lo, hi
-            if decoded.num_rows and part.aborted:
-                drop = _aborted_mask(decoded, part.aborted)
-                if drop is not None:
-                    decoded = decoded.filter(pa.array(~drop))
-            if decoded.num_rows == 0:
-                continue
-            out = to_spark_batch(decoded, constants, part.include_headers)
-            del decoded
-            sizer.learn(read, out.num_rows, out.nbytes)
-            yield out
-            del out
+            for decoded in pieces:
+                if decoded.num_rows and part.aborted:
+                    drop = _aborted_mask(decoded, part.aborted)
+                    if drop is not None:
+                        decoded = decoded.filter(pa.array(~drop))
+                if decoded.num_rows == 0:
+                    continue
+                out = to_spark_batch(decoded, constants, part.include_headers)
+                del decoded
+                sizer.learn(read, out.num_rows, out.nbytes)
+                yield out
+                del out
 
 
 def _pieces(cuts: list[int], end: int, sizer: _Sizer) -> Iterator[int]:
