@@ -12,6 +12,10 @@ request and the log. Three paths, as in Kafka, to avoid re-compression whenever 
 - compressed in or out: the single batch is patched if codec, magic and inner offsets (0..n-1)
   already fit and the magic is not 0 (absolute inner offsets); else rebuilt with the target codec.
 
+The usual inputs (one magic 2 batch for a magic 2 topic, compressed or not) are first offered to
+the array paths (:mod:`.validator_fast`, :mod:`.validator_compressed`), which decode records into
+columns instead of objects and only ever accept: anything they would reject comes here.
+
 Per-record problems (no key in a compacted topic, timestamps out of range) are collected for the
 batch and raised once as a :class:`RecordValidationError` listing ``(record index, message)``.
 Down-conversion below magic 2 drops headers and non-transactional control batches, which the old
@@ -49,7 +53,7 @@ from .crc import crc32
 from .record import Record
 from .records import Batch, MemoryRecords, iter_batches
 from .validator_compressed import validate_v2_compressed
-from .validator_fast import validate_v2_in_place
+from .validator_fast import validate_v2_in_place, validation_result
 from .validator_types import (
     PRODUCER,
     AppendOrigin,
@@ -452,15 +456,9 @@ class _Validation:
         return self._result(out, last_offset + 1, max_ts, shallow, True, stats)
 
     def _result(self, out, next_offset, max_ts, shallow, changed, stats) -> ValidationResult:
-        return ValidationResult(
-            validated_parts=(out,),
-            first_offset=self.next_offset,
-            last_offset=next_offset - 1,
-            max_timestamp=max_ts,
-            shallow_offset_of_max_timestamp=shallow,
-            log_append_time_ms=self.now if self.log_append else NO_TIMESTAMP,
-            message_size_maybe_changed=changed,
-            record_validation_stats=stats,
+        first, last = self.next_offset, next_offset - 1
+        return validation_result(
+            (out,), self.config, first, last, max_ts, shallow, self.now, stats, changed=changed
         )
 
 

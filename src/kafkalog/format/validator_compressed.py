@@ -37,7 +37,7 @@ from .constants import (
     TimestampType,
 )
 from .fast import encode_columnar
-from .validator_fast import client_header_ok, out_of_bounds, patched_batch
+from .validator_fast import client_header_ok, out_of_bounds, patched_batch, validation_result
 from .validator_records import current_records, v2_compressed_columns, v2_record_columns
 from .validator_scan import V2Header, scan_v2_batches
 from .validator_types import (
@@ -107,7 +107,7 @@ def validate_v2_compressed(
         max_ts = now_ms if log_append else highest
         parts = patched_batch(view, last_offset, partition_leader_epoch,
                               config.timestamp_type, max_ts)  # fmt: skip
-        return _result(
+        return validation_result(
             parts, config, next_offset, last_offset, max_ts, last_offset, now_ms,
             RecordValidationStats(uncompressed, 0), changed=False,
         )  # fmt: skip
@@ -124,7 +124,7 @@ def validate_v2_compressed(
         max_ts, shallow = highest, (last_offset if highest > NO_TIMESTAMP else -1)
     written = uncompressed if target_codec != CompressionType.NONE else len(out)
     stats = RecordValidationStats(uncompressed + written, h.count)
-    return _result(
+    return validation_result(
         (bytes(out),), config, next_offset, last_offset, max_ts, shallow, now_ms, stats,
         changed=True,
     )  # fmt: skip
@@ -171,20 +171,3 @@ def _rebuild(
     except (ValueError, TypeError):
         return None
     return out if len(scan_v2_batches(memoryview(out), check_crc=False) or ()) == 1 else None
-
-
-def _result(
-    parts, config, first: int, last: int, max_ts: int, shallow: int, now_ms: int, stats, *,
-    changed: bool,
-) -> ValidationResult:  # fmt: skip
-    log_append = config.timestamp_type == TimestampType.LOG_APPEND_TIME
-    return ValidationResult(
-        validated_parts=parts,
-        first_offset=first,
-        last_offset=last,
-        max_timestamp=max_ts,
-        shallow_offset_of_max_timestamp=shallow,
-        log_append_time_ms=now_ms if log_append else NO_TIMESTAMP,
-        message_size_maybe_changed=changed,
-        record_validation_stats=stats,
-    )

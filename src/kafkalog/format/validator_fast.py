@@ -41,7 +41,13 @@ from .validator_types import (
     ValidationResult,
 )
 
-__all__ = ["client_header_ok", "out_of_bounds", "patched_batch", "validate_v2_in_place"]
+__all__ = [
+    "client_header_ok",
+    "out_of_bounds",
+    "patched_batch",
+    "validate_v2_in_place",
+    "validation_result",
+]
 
 _U32 = struct.Struct(">I")
 _LONG_MIN = -LONG_MAX - 1
@@ -93,15 +99,28 @@ def validate_v2_in_place(
         max_ts, shallow = batch_max, last_offset
     else:
         max_ts, shallow = NO_TIMESTAMP, -1
+    return validation_result(
+        out, config, next_offset, last_offset, max_ts, shallow, now_ms, RecordValidationStats(),
+        changed=False,
+    )  # fmt: skip
+
+
+def validation_result(
+    parts: tuple, config: LogValidatorConfig, first: int, last: int, max_ts: int, shallow: int,
+    now_ms: int, stats: RecordValidationStats, *, changed: bool,
+) -> ValidationResult:  # fmt: skip
+    """The result of an append at offsets ``first..last`` (LogAppendTime reported as ``now_ms``
+    for a LogAppendTime topic)."""
+    log_append = config.timestamp_type == TimestampType.LOG_APPEND_TIME
     return ValidationResult(
-        validated_parts=out,
-        first_offset=next_offset,
-        last_offset=last_offset,
+        validated_parts=parts,
+        first_offset=first,
+        last_offset=last,
         max_timestamp=max_ts,
         shallow_offset_of_max_timestamp=shallow,
         log_append_time_ms=now_ms if log_append else NO_TIMESTAMP,
-        message_size_maybe_changed=False,
-        record_validation_stats=RecordValidationStats(),
+        message_size_maybe_changed=changed,
+        record_validation_stats=stats,
     )
 
 
