@@ -126,7 +126,13 @@ def test_every_codec_round_trips_byte_exact_through_both_clients(server, produce
     send(server.bootstrap, topic, records, codec)
     assert consume_librdkafka(server.bootstrap, topic, len(records)) == records
     assert consume_kafka_python(server.bootstrap, topic, len(records)) == records
-    assert codecs_on_disk(server.data_dir, topic) == {CODEC_ID[codec]}
+    stored = codecs_on_disk(server.data_dir, topic)
+    if producer == "librdkafka":
+        # librdkafka sends a batch uncompressed when compressing it fails to shrink it (a short
+        # last batch of random bytes): the topic keeps each batch as the producer sent it.
+        assert CODEC_ID[codec] in stored and stored <= {CODEC_ID[codec], 0}
+    else:
+        assert stored == {CODEC_ID[codec]}
 
 
 def test_offsets_by_time_earliest_and_latest(server):
