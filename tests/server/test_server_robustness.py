@@ -349,3 +349,40 @@ def test_errors_come_back_as_kafka_codes_per_topic_and_partition(healthy):
         {"resource_type": 2, "resource_name": "errors", "configs": [
             {"name": "no.such.config", "config_operation": 0, "value": "1"}]}]})  # fmt: skip
     assert [r["error_code"] for r in configs["responses"]] == [40, 40]  # INVALID_CONFIG
+
+
+def test_a_fetch_answer_in_flight_survives_deleting_its_topic(server, healthy):
+    """The answer owns its windows' descriptors: deleting the topic mid-send does not tear it."""
+    ensure_topic(healthy, "doomed")
+    value = b"B" * 100_000
+    for _ in range(10):  # ~8 MB: more than the socket buffers take while the client waits
+        assert produce(healthy, "doomed", kp_batch([value] * 8))["error_code"] == 0
+    slow = socket.socket()
+    slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    slow.settimeout(10)
+    slow.connect(("127.0.0.1", server.broker.port))
+    fetch = {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 1, "max_bytes": 100_000_000,
+             "isolation_level": 0, "session_id": 0, "session_epoch": -1, "topics": [
+                 {"topic": "doomed", "partitions": [{"partition": 0, "current_leader_epoch": -1,
+                  "fetch_offset": 0, "log_start_offset": -1, "partition_max_bytes": 100_000_000}]}],
+             "forgotten_topics_data": [], "rack_id": ""}  # fmt: skip
+    slow.sendall(encode_request(ApiKey.FETCH, 11, 5, "slow", fetch))
+    time.sleep(0.3)  # the answer is now partly sent, the rest waits for the reader
+    deleted = healthy.call(ApiKey.DELETE_TOPICS, 4, {"topic_names": ["doomed"], "timeout_ms": 1000})
+    assert deleted["responses"][0]["error_code"] == 0
+    ensure_topic(healthy, "reuses-descriptors")  # new files may take the closed numbers
+    assert produce(healthy, "reuses-descriptors", kp_batch([b"Z" * 1000] * 5))["error_code"] == 0
+    reader = WireClient.__new__(WireClient)
+    reader.sock = slow
+    frame = reader.read_frame()
+    slow.close()
+    assert frame is not None, "the answer was cut off"
+    correlation_id, response = decode_response(ApiKey.FETCH, 11, frame)
+    assert correlation_id == 5
+    records = kafka.record.MemoryRecords(
+        bytes(response["responses"][0]["partitions"][0]["records"])
+    )
+    values = []
+    while records.has_next():
+        values.extend(r.value for r in records.next_batch())
+    assert values == [value] * 80

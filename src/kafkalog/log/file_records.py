@@ -124,6 +124,24 @@ class FileRecords:
             self.path, start=position, end=stop, _fd=self._fd, max_decompressed_size=self._max
         )
 
+    def detach(self) -> FileRecords:
+        """This window over a duplicate descriptor that the result owns (``close`` releases it).
+
+        An answer that outlives the request that built it (a fetch response still being sent)
+        must not borrow the segment's descriptor: deleting the topic closes that one, and a
+        reused descriptor number would carry another file's bytes. Kafka keeps deleted files
+        readable for ``file.delete.delay.ms``; a duplicate keeps the inode until it is closed.
+        """
+        window = FileRecords(
+            self.path,
+            start=self._start,
+            end=self.end,
+            _fd=os.dup(self._fd),
+            max_decompressed_size=self._max,
+        )
+        window._owns_fd = True
+        return window
+
     # -- reading -----------------------------------------------------------------------------------
     def read(self, position: int, size: int) -> bytes:
         """``size`` bytes from file ``position`` (fewer at the end of the window)."""

@@ -20,6 +20,7 @@ import logging
 import os
 from typing import Any
 
+from ..log.file_records import FileRecords
 from ..protocol import (
     API_NAMES,
     ApiKey,
@@ -40,7 +41,7 @@ _READ_SIZE = 256 * 1024
 
 
 class _FileWindow:
-    """The file object ``loop.sendfile`` wants, over a segment file's descriptor (not owned)."""
+    """The file object ``loop.sendfile`` wants, over a window's descriptor (not owned)."""
 
     mode = "rb"
 
@@ -179,6 +180,15 @@ class Connection:
         return sent
 
     async def _send(self, parts: list) -> None:
+        """Write a response frame; windows of segment files are closed once sent (or not)."""
+        try:
+            await self._send_parts(parts)
+        finally:
+            for part in parts:
+                if isinstance(part, FileRecords):
+                    part.close()
+
+    async def _send_parts(self, parts: list) -> None:
         writer = self.writer
         for part in parts:
             if isinstance(part, (bytes, bytearray, memoryview)):

@@ -13,6 +13,7 @@ import asyncio
 import time
 
 from ..errors import KafkalogError
+from ..log.file_records import FileRecords
 from ..log.log import READ_COMMITTED, READ_UNCOMMITTED, OffsetOutOfRangeError
 from ..protocol import ApiKey
 from . import error_codes as ec
@@ -118,6 +119,18 @@ def _read_all(broker: Broker, request: dict, version: int, isolation: str) -> tu
     return responses, budget.used
 
 
+def _own_windows(responses: list) -> None:
+    """Give each segment window its own descriptor, closed once sent (see FileRecords.detach).
+
+    Runs with no await between the reads and here, so no DeleteTopics can come in between.
+    """
+    for topic in responses:
+        for entry in topic["partitions"]:
+            records = entry.get("records")
+            if isinstance(records, FileRecords):
+                entry["records"] = records.detach()
+
+
 def handlers(broker: Broker) -> dict[int, Handler]:
     async def fetch(ctx: RequestContext, request: dict) -> dict:
         version = ctx.api_version
@@ -130,6 +143,7 @@ def handlers(broker: Broker) -> dict[int, Handler]:
             left = deadline - time.monotonic()
             errors = any(p.get("error_code") for t in responses for p in t["partitions"])
             if size >= request["min_bytes"] or left <= 0 or errors:
+                _own_windows(responses)
                 return {"error_code": ec.NONE, "session_id": 0, "responses": responses}
             await broker.wait_for_data(left)
             await asyncio.sleep(0)
