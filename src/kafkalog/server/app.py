@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import logging
 import signal
 import socket
@@ -23,6 +24,12 @@ from collections.abc import Callable
 from .broker import Broker
 from .config import ServerConfig
 from .connection import Connection
+from .limits import (
+    AcceptErrorLog,
+    effective_max_connections,
+    open_descriptors,
+    raise_open_files_limit,
+)
 
 __all__ = ["BackgroundServer", "Server", "serve"]
 
@@ -30,8 +37,10 @@ log = logging.getLogger("kafkalog.server")
 
 
 class Server:
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: Broker, open_files_limit: int | None = None) -> None:
         self.broker = broker
+        self.open_files_limit = open_files_limit
+        self.max_connections = broker.config.max_connections
         self._server: asyncio.base_events.Server | None = None
         self._tasks: set[asyncio.Task] = set()
         self._per_ip: Counter = Counter()
@@ -40,6 +49,10 @@ class Server:
     async def start(self) -> None:
         config = self.broker.config
         await self.broker.install_handlers()
+        self.max_connections = effective_max_connections(
+            config.max_connections, self.open_files_limit, open_descriptors()
+        )
+        asyncio.get_running_loop().set_exception_handler(AcceptErrorLog())
         self._server = await asyncio.start_server(
             self._accept, config.host, config.port, reuse_address=True
         )
@@ -52,7 +65,7 @@ class Server:
         stats = self.broker.stats
         peer = writer.get_extra_info("peername")
         ip = peer[0] if peer else "?"
-        if len(self._tasks) >= config.max_connections or (
+        if len(self._tasks) >= self.max_connections or (
             self._per_ip[ip] >= config.max_connections_per_ip
         ):
             stats.connections_rejected += 1
@@ -100,7 +113,18 @@ async def serve(
 ) -> None:
     """Run until SIGTERM/SIGINT (or ``stop`` is set), then shut down cleanly."""
     stop = stop or asyncio.Event()
-    server = Server(Broker(config))
+    limit = raise_open_files_limit()
+    try:
+        broker = Broker(config)
+    except OSError as e:
+        if e.errno not in (errno.EMFILE, errno.ENFILE):
+            raise
+        raise OSError(
+            e.errno,
+            f"out of file descriptors opening the logs (open-files limit {limit}, ulimit -n): "
+            f"{e}; raise the limit (ulimit -n, LimitNOFILE=)",
+        ) from e
+    server = Server(broker, limit)
     try:
         await server.start()
     except BaseException:
