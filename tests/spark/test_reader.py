@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kafkalog.errors import CorruptRecordError
 from kafkalog.format import MemoryRecordsBuilder
 from kafkalog.log.manager import LogManager
 from kafkalog.log.naming import TopicPartition
@@ -149,3 +150,31 @@ def test_highly_compressed_batches_are_cut_so_memory_stays_bounded(tmp_path, mon
     assert len(batches) >= 8000 // (500 + 200)
     assert all(b.num_rows <= 500 + 200 for b in batches)
     assert _rows(batches) == expected
+
+
+def _first_batch_size(segment: Path) -> int:
+    return 12 + int.from_bytes(segment.read_bytes()[8:12], "big")
+
+
+def test_a_flipped_byte_inside_a_batch_fails_its_crc_instead_of_being_returned(tmp_path):
+    _write(tmp_path, [5, 5, 5], "none", 40)
+    segment = tmp_path / "r-0" / "00000000000000000000.log"
+    data = bytearray(segment.read_bytes())
+    at = _first_batch_size(segment) + 70  # inside the second batch's records
+    data[at] ^= 0x01
+    segment.write_bytes(bytes(data))
+    with pytest.raises(CorruptRecordError) as e:
+        list(read_partition(_part(tmp_path, 0, 15)))
+    assert e.value.position == _first_batch_size(segment)  # the damaged batch's start
+
+
+def test_a_damaged_size_field_is_an_error_not_the_end_of_the_log(tmp_path):
+    _write(tmp_path, [5, 5, 5], "none", 40)
+    segment = tmp_path / "r-0" / "00000000000000000000.log"
+    data = bytearray(segment.read_bytes())
+    second = _first_batch_size(segment)
+    data[second + 8 : second + 12] = (0x7FFFFF00).to_bytes(4, "big")
+    segment.write_bytes(bytes(data))
+    with pytest.raises(CorruptRecordError) as e:
+        list(read_partition(_part(tmp_path, 0, 15)))
+    assert e.value.position == second and str(segment) in str(e.value)

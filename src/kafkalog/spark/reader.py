@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from ..errors import CorruptRecordError
 from ..log.naming import TopicPartition
 from .options import EARLIEST, LATEST, OptionError, ReadOptions
 from .planner import PartitionLog, data_loss, discover, open_partition
@@ -41,6 +42,7 @@ PIECE_BYTES = 1 << 20  # log bytes decoded into one Arrow batch, to start with (
 MIN_PIECE_BYTES = 64 << 10
 PIECE_MAX_ROWS = 4 * TARGET_ROWS  # a piece of highly compressed batches is cut at this many rows
 _ENTRY = struct.Struct(">qi")
+_MIN_ENTRY = 26  # the smallest message set entry (a v0 message with no key or value)
 
 try:  # pyspark is only needed on the Spark side; planning and read() run without it
     from pyspark.sql.datasource import InputPartition as _Base
@@ -360,16 +362,30 @@ def _chunks(path: str, start: int, end: int, stop_offset: int | None, chunk: int
         while pos < end:
             head = os.pread(fd, 12, pos)
             if len(head) < 12:
-                return
+                return  # the file shrank since planning (a live log truncated under us)
             first = 12 + _ENTRY.unpack_from(head)[1]
+            if first < _MIN_ENTRY or first > end - pos:
+                # The plan covers only complete entries: unframeable bytes inside it are damage
+                # (a torn append can only end the active segment, and the plan stops before it).
+                raise CorruptRecordError(
+                    f"the entry declares {first} bytes, but "
+                    f"{end - pos} bytes of complete entries remain in the planned range: its "
+                    f"size field is damaged, and the records from here on cannot be read",
+                    position=pos,
+                    path=path,
+                )
             if first > len(buf):  # one entry bigger than the buffer: grow for it
                 buf = bytearray(first)
             want = min(len(buf), end - pos)
             view = memoryview(buf)
             got = os.preadv(fd, [view[:want]], pos)
             usable, last, cuts = _complete_end(view, got, step)
-            if usable == 0:
-                return  # a torn tail: the log ends here
+            if usable == 0:  # cannot happen after the check above, unless the file changed
+                raise CorruptRecordError(
+                    "no complete entry here (the file changed while it was read)",
+                    position=pos,
+                    path=path,
+                )
             yield pos, view[:usable], cuts
             pos += usable
             if stop_offset is not None and last is not None and last >= stop_offset:
@@ -463,6 +479,7 @@ def _read_one(part: KafkaInputPartition, pool: _DecoderPool) -> Iterator[pa.Reco
             pieces = pool.next().iter_batches(
                 view[lo:hi], max_rows=PIECE_MAX_ROWS, start_offset=part.start_offset,
                 end_offset=part.end_offset, keep_control=False, position_base=position + lo,
+                validate_crc=True,  # as Kafka's consumer (check.crcs=true) and Spark's source
             )  # fmt: skip
             read, lo = hi - lo, hi
             for decoded in pieces:
