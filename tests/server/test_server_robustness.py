@@ -386,3 +386,27 @@ def test_a_fetch_answer_in_flight_survives_deleting_its_topic(server, healthy):
     while records.has_next():
         values.extend(r.value for r in records.next_batch())
     assert values == [value] * 80
+
+
+def test_acks_0_produce_that_fails_closes_the_connection(server):
+    """Kafka closes the connection so the producer, which reads no answer, refreshes metadata."""
+    client = WireClient("127.0.0.1", server.broker.port)
+    ensure_topic(client, "fire-and-forget")
+    body = {"acks": 0, "timeout_ms": 1000, "topic_data": [{"name": "fire-and-forget",
+            "partition_data": [{"index": 7, "records": kp_batch([b"x"])}]}]}  # fmt: skip
+    client.send_raw(encode_request(ApiKey.PRODUCE, 9, 78, "w", body))
+    assert client.read_frame() is None
+    client.close()
+
+
+def test_produce_with_invalid_acks_answers_as_kafka(healthy):
+    ensure_topic(healthy, "acks")
+    data = [{"index": 0, "records": kp_batch([b"x"])}]
+    body = {"acks": 2, "timeout_ms": 1000, "topic_data": [{"name": "acks", "partition_data": data}]}
+    part = healthy.call(ApiKey.PRODUCE, 9, body)["responses"][0]["partition_responses"][0]
+    assert part["error_code"] == 21  # INVALID_REQUIRED_ACKS
+    assert (part["base_offset"], part["log_append_time_ms"], part["log_start_offset"]) == (
+        -1,
+        -1,
+        -1,
+    )

@@ -32,7 +32,7 @@ from ..protocol import (
     peek_header,
 )
 from .broker import Broker
-from .handlers import RequestContext
+from .handlers import CloseConnection, RequestContext
 
 __all__ = ["Connection"]
 
@@ -137,6 +137,9 @@ class Connection:
         )
         try:
             response = await handler(context, request.body)
+        except CloseConnection as e:
+            log.info("closing connection from %s: %s", self.client_host, e)
+            return False
         except Exception:
             log.exception(
                 "%s v%d from %s failed", request.name, header.api_version, self.client_host

@@ -15,7 +15,7 @@ from ..format.validator_types import RecordValidationError
 from ..protocol import ApiKey
 from . import error_codes as ec
 from .broker import Broker
-from .handlers import Handler, RequestContext
+from .handlers import CloseConnection, Handler, RequestContext
 
 __all__ = ["handlers"]
 
@@ -68,7 +68,9 @@ def handlers(broker: Broker) -> dict[int, Handler]:
             parts = []
             for part in topic_data["partition_data"]:
                 if acks not in (0, 1, -1):
-                    parts.append({"index": part["index"], "error_code": ec.INVALID_REQUIRED_ACKS})
+                    parts.append({"index": part["index"], "error_code": ec.INVALID_REQUIRED_ACKS,
+                                  "base_offset": -1, "log_append_time_ms": -1,
+                                  "log_start_offset": -1})  # fmt: skip
                     continue
                 entry, appended = _append_one(broker, topic, part)
                 parts.append(entry)
@@ -84,6 +86,14 @@ def handlers(broker: Broker) -> dict[int, Handler]:
                     entry["error_code"] = ec.KAFKA_STORAGE_ERROR
                     entry["error_message"] = f"fsync failed: {e}"
         if acks == 0:
+            failed = [
+                f"{t['name']}-{p['index']}: error {p['error_code']}"
+                for t in responses
+                for p in t["partition_responses"]
+                if p.get("error_code")
+            ]
+            if failed:  # as Kafka: the producer sees the close and refreshes its metadata
+                raise CloseConnection("acks=0 produce failed for " + ", ".join(failed))
             return None
         return {"responses": responses}
 
