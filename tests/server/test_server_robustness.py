@@ -410,3 +410,29 @@ def test_produce_with_invalid_acks_answers_as_kafka(healthy):
         -1,
         -1,
     )
+
+
+def test_list_offsets_by_time_answers_only_fetchable_offsets(healthy):
+    """Kafka's ReplicaManager: a match at or past the last stable offset (read_committed) or
+    the high watermark is answered as none (-1)."""
+    ensure_topic(healthy, "open-txn")
+    assert produce(healthy, "open-txn", kp_batch([b"a", b"b"]))["error_code"] == 0  # T, T+1
+    builder = KpBuilder(magic=2, compression_type=0, batch_size=1 << 20)
+    builder.set_producer_state(4242, 0, 0, True)  # transactional, never committed
+    for i in range(3):
+        builder.append(timestamp=1_700_000_000_010 + i, key=None, value=b"t", headers=[])
+    builder.close()
+    assert produce(healthy, "open-txn", bytes(builder.buffer()))["error_code"] == 0
+
+    def listed(timestamp: int, isolation: int) -> tuple[int, int]:
+        body = {"isolation_level": isolation, "topics": [{"name": "open-txn", "partitions": [
+            {"timestamp": timestamp}]}]}  # fmt: skip
+        part = healthy.call(ApiKey.LIST_OFFSETS, 7, body)["topics"][0]["partitions"][0]
+        assert part["error_code"] == 0
+        return part["offset"], part["timestamp"]
+
+    assert listed(1_700_000_000_005, 0) == (2, 1_700_000_000_010)
+    assert listed(1_700_000_000_005, 1) == (-1, -1)  # offset 2 is past the last stable offset
+    assert listed(1_700_000_000_001, 1) == (1, 1_700_000_000_001)
+    assert listed(-3, 1) == (-1, -1)  # the max timestamp is in the open transaction
+    assert listed(-3, 0) == (4, 1_700_000_000_012)

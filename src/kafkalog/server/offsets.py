@@ -43,7 +43,14 @@ def _list_offset(broker: Broker, topic: str, part: dict, isolation_level: int) -
     if timestamp < 0 and timestamp != MAX_TIMESTAMP:
         return {**entry, "error_code": ec.INVALID_REQUEST}
     found = partition_log.fetch_offset_by_timestamp(timestamp)
-    if found is None:
+    # Only what the client could fetch: below the last stable offset for read_committed, the
+    # high watermark otherwise (Kafka's ReplicaManager answers -1 for anything at or past it).
+    fetchable = (
+        partition_log.last_stable_offset
+        if isolation_level == _READ_COMMITTED
+        else partition_log.high_watermark
+    )
+    if found is None or found.offset >= fetchable:
         return {**entry, "error_code": ec.NONE}
     return {
         **entry,
