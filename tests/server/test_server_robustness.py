@@ -436,3 +436,14 @@ def test_list_offsets_by_time_answers_only_fetchable_offsets(healthy):
     assert listed(1_700_000_000_001, 1) == (1, 1_700_000_000_001)
     assert listed(-3, 1) == (-1, -1)  # the max timestamp is in the open transaction
     assert listed(-3, 0) == (4, 1_700_000_000_012)
+
+
+def test_offsets_for_an_epoch_above_the_latest_are_undefined(healthy):
+    """Kafka's LeaderEpochFileCache.endOffsetFor: no epoch above the latest is known."""
+    ensure_topic(healthy, "epochs-above")
+    produce(healthy, "epochs-above", kp_batch([b"a"]))
+    parts = [{"partition": 0, "leader_epoch": 3}]
+    body = {"topics": [{"topic": "epochs-above", "partitions": parts}]}
+    answer = healthy.call(ApiKey.OFFSET_FOR_LEADER_EPOCH, 4, body)
+    found = answer["topics"][0]["partitions"][0]
+    assert (found["error_code"], found["leader_epoch"], found["end_offset"]) == (0, -1, -1)

@@ -17,7 +17,28 @@ from .checkpoints import (
     write_leader_epoch_checkpoint,
 )
 
-__all__ = ["LeaderEpochFileCache"]
+__all__ = ["LeaderEpochFileCache", "end_offset_for"]
+
+UNDEFINED = (-1, -1)  # Kafka's UNDEFINED_EPOCH and UNDEFINED_EPOCH_OFFSET
+
+
+def end_offset_for(entries: list[EpochEntry], epoch: int, log_end_offset: int) -> tuple[int, int]:
+    """Where ``epoch`` ended in a log with these epoch ``entries`` (LeaderEpochFileCache).
+
+    The latest epoch is still being written: it ends at the log end offset. An older one ends
+    where the next epoch starts, answered with the largest known epoch <= it; one below every
+    known epoch ends where the first starts (its data is gone). Undefined (-1, -1) for epoch -1,
+    an epoch above the latest, and an empty cache.
+    """
+    if epoch == -1:
+        return UNDEFINED
+    if entries and entries[-1].epoch == epoch:
+        return (epoch, log_end_offset)
+    higher = next((e for e in entries if e.epoch > epoch), None)
+    if higher is None:
+        return UNDEFINED
+    floor = [e for e in entries if e.epoch <= epoch]
+    return (floor[-1].epoch if floor else epoch, higher.start_offset)
 
 
 class LeaderEpochFileCache:
@@ -54,15 +75,8 @@ class LeaderEpochFileCache:
         self._persist()
 
     def end_offset_for(self, epoch: int, log_end_offset: int) -> tuple[int, int]:
-        """``(epoch, end offset)`` for OffsetForLeaderEpoch: the largest epoch <= ``epoch`` and
-        the start offset of the epoch after it (the log end offset for the latest)."""
-        if not self._entries or epoch < self._entries[0].epoch:
-            return (-1, -1)
-        for i, entry in enumerate(self._entries):
-            if entry.epoch > epoch:
-                previous = self._entries[i - 1]
-                return (previous.epoch, entry.start_offset)
-        return (self._entries[-1].epoch, log_end_offset)
+        """``(epoch, end offset)`` for OffsetForLeaderEpoch, as Kafka's endOffsetFor."""
+        return end_offset_for(self._entries, epoch, log_end_offset)
 
     def truncate_from_end(self, end_offset: int) -> None:
         """Drop epochs starting at or after ``end_offset`` (the log was truncated there)."""

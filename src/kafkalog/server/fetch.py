@@ -13,7 +13,9 @@ import asyncio
 import time
 
 from ..errors import KafkalogError
+from ..log.checkpoints import EpochEntry
 from ..log.file_records import FileRecords
+from ..log.leader_epoch import end_offset_for
 from ..log.log import READ_COMMITTED, READ_UNCOMMITTED, OffsetOutOfRangeError
 from ..protocol import ApiKey
 from . import error_codes as ec
@@ -35,6 +37,20 @@ def check_leader_epoch(broker: Broker, partition_log, requested: int) -> int:
     if requested < ours:
         return ec.FENCED_LEADER_EPOCH
     return ec.NONE
+
+
+def epoch_end_offset(broker: Broker, partition_log, epoch: int) -> tuple[int, int]:
+    """``(epoch, end offset)`` as Kafka's leader answers OffsetForLeaderEpoch.
+
+    A log written without epochs has an empty cache, where Kafka's leader would hold the epoch
+    it leads with from the log start: this node's epoch is taken to begin there.
+    """
+    entries = partition_log.leader_epoch_cache.entries or [
+        EpochEntry(
+            epoch=broker.leader_epoch(partition_log), start_offset=partition_log.log_start_offset
+        )
+    ]
+    return end_offset_for(entries, epoch, partition_log.log_end_offset)
 
 
 class _Budget:
@@ -65,10 +81,11 @@ def _read_partition(
     fetch_offset = part["fetch_offset"]
     last_epoch = part["last_fetched_epoch"]
     if last_epoch >= 0:
-        epoch, end = partition_log.leader_epoch_cache.end_offset_for(
-            last_epoch, partition_log.log_end_offset
-        )
-        if epoch >= 0 and (epoch != last_epoch or end < fetch_offset):
+        epoch, end = epoch_end_offset(broker, partition_log, last_epoch)
+        if epoch < 0 or end < 0:  # Kafka: the last fetched epoch's end cannot be determined
+            entry["error_code"] = ec.OFFSET_OUT_OF_RANGE
+            return entry
+        if epoch < last_epoch or end < fetch_offset:
             entry["diverging_epoch"] = {"epoch": epoch, "end_offset": end}
             return entry
     limit = max(0, min(part["partition_max_bytes"], budget.left))

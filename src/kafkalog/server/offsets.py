@@ -12,7 +12,7 @@ from ..log.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP
 from ..protocol import ApiKey
 from . import error_codes as ec
 from .broker import Broker
-from .fetch import check_leader_epoch
+from .fetch import check_leader_epoch, epoch_end_offset
 from .handlers import Handler, RequestContext
 
 __all__ = ["handlers"]
@@ -91,15 +91,7 @@ def handlers(broker: Broker) -> dict[int, Handler]:
                 if code:
                     parts.append({**entry, "error_code": code})
                     continue
-                cache = partition_log.leader_epoch_cache
-                if cache.latest_epoch() is None:
-                    # No epoch was ever recorded (a log written without epochs): all of it is
-                    # this leader's, so the requested epoch ends at the log end offset.
-                    epoch, end = part["leader_epoch"], partition_log.log_end_offset
-                else:
-                    epoch, end = cache.end_offset_for(
-                        part["leader_epoch"], partition_log.log_end_offset
-                    )
+                epoch, end = epoch_end_offset(broker, partition_log, part["leader_epoch"])
                 parts.append({**entry, "leader_epoch": epoch, "end_offset": end})
             topics.append({"topic": name, "partitions": parts})
         return {"topics": topics}
