@@ -26,6 +26,7 @@ KERNEL_FUNCTIONS = (
     "decode_legacy_set",
     "encode_plan",
     "encode_records",
+    "validate_records_v2",
 )
 
 FORCED_PURE = os.environ.get("KAFKALOG_PUREPYTHON", "") not in ("", "0")

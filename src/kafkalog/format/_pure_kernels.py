@@ -28,6 +28,7 @@ __all__ = [
     "decode_records_v2",
     "encode_plan",
     "encode_records",
+    "validate_records_v2",
 ]
 
 IMPLEMENTATION = "pure"
@@ -35,6 +36,7 @@ ABI_VERSION = A.ABI_VERSION
 
 _M64 = 0xFFFFFFFFFFFFFFFF
 _I32_MAX = (1 << 31) - 1
+_I64_MAX = (1 << 63) - 1
 
 
 def _wrap64(x: int) -> int:
@@ -514,6 +516,87 @@ def decode_records_v2(
             _restore(sink, saved)
         return (*f.result[:6], 0)
     return (A.END, len(data), 0, 0, 0, 0, 0)
+
+
+def validate_records_v2(
+    data, start: int, end: int, count: int, base_ts: int, max_ts: int, log_append: bool
+) -> tuple:
+    """Check the framing of the ``count`` records of ``data[start:end]`` as decode_records_v2
+    does, writing nothing: ``(status, pos, code, a, b, c, min_ts, max_ts, null_keys,
+    deltas_ok)``, where the timestamps skip -1 (both -1 if none is set; each record has the
+    batch's ``max_ts`` with ``log_append``), and ``pos`` is the end reached (or the error's)."""
+    data = memoryview(data).cast("B") if not isinstance(data, memoryview) else data
+    if not 0 <= start <= end <= len(data) or not 0 <= count <= _I32_MAX:
+        raise ValueError("validate_records_v2: range or count out of range")
+    try:
+        lo, hi, null_keys, deltas_ok = _validate_v2(data, start, end, count, base_ts, max_ts,
+                                                    log_append)  # fmt: skip
+    except _Fail as f:
+        return (*f.result[:6], -1, -1, 0, 0)
+    return (A.END, end, 0, 0, 0, 0, lo, hi, null_keys, deltas_ok)
+
+
+def _validate_v2(
+    buf, start: int, end: int, count: int, base_ts: int, max_ts: int, log_append: bool
+) -> tuple[int, int, int, int]:
+    """_records_v2's walk (same rules, same order) keeping only what validation needs."""
+    if count * 7 > end - start:
+        raise _err(A.E_COUNT_TOO_LARGE, start, count, end - start)
+    lo, hi = _I64_MAX, -_I64_MAX - 1
+    null_keys, deltas_ok = 0, 1
+    pos = start
+    for i in range(count):
+        record_start = pos
+        length, pos = _read32(buf, pos, end, A.F_RECORD_LENGTH)
+        body_end = pos + length
+        if length < 0 or body_end > end:
+            raise _err(A.E_RECORD_SIZE_OVERRUN, record_start, length, end - pos)
+        if length < 6:
+            raise _err(A.E_RECORD_SIZE_SMALL, record_start, length)
+        b = buf[pos + 1]  # after the (unused) attributes byte
+        if b < 0x80:
+            ts_delta, pos = (b >> 1) ^ -(b & 1), pos + 2
+        else:
+            ts_delta, pos = _varint(buf, pos + 1, body_end, 10, A.F_TIMESTAMP_DELTA)
+        offset_delta, pos = _read32(buf, pos, body_end, A.F_OFFSET_DELTA)
+        k_len, pos = _read32(buf, pos, body_end, A.F_KEY_LENGTH)
+        if k_len >= 0:  # Kafka reads any negative size as null
+            if pos + k_len > body_end:
+                raise _err(A.E_KEY_OVERRUN, pos, k_len, body_end - pos)
+            pos += k_len
+        else:
+            null_keys += 1
+        v_len, pos = _read32(buf, pos, body_end, A.F_VALUE_LENGTH)
+        if v_len >= 0:
+            if pos + v_len > body_end:
+                raise _err(A.E_VALUE_OVERRUN, pos, v_len, body_end - pos)
+            pos += v_len
+        h_count, pos = _read32(buf, pos, body_end, A.F_HEADER_COUNT)
+        if h_count < 0:
+            raise _err(A.E_HEADERS_NEGATIVE, pos, h_count)
+        if h_count * 2 > body_end - pos:
+            raise _err(A.E_HEADERS_TOO_MANY, pos, h_count, body_end - pos)
+        for _ in range(h_count):
+            hk_len, pos = _read32(buf, pos, body_end, A.F_HKEY_LENGTH)
+            if hk_len < 0 or pos + hk_len > body_end:
+                raise _err(A.E_HKEY_SIZE, pos, hk_len)
+            hv_len, pos = _read32(buf, pos + hk_len, body_end, A.F_HVAL_LENGTH)
+            if hv_len >= 0:
+                if pos + hv_len > body_end:
+                    raise _err(A.E_HVAL_OVERRUN, pos, hv_len)
+                pos += hv_len
+        if pos != body_end:
+            raise _err(A.E_RECORD_PAYLOAD, record_start, length, pos - (body_end - length))
+        if offset_delta != i:
+            deltas_ok = 0
+        ts = max_ts if log_append else _wrap64(base_ts + ts_delta)
+        if ts != -1:
+            lo, hi = min(lo, ts), max(hi, ts)
+    if pos != end:
+        raise _err(A.E_RECORDS_REMAINING, pos, end - pos, count)
+    if lo > hi:
+        lo = hi = -1  # no record has a timestamp
+    return lo, hi, null_keys, deltas_ok
 
 
 def decode_legacy_set(

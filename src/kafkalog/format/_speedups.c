@@ -34,6 +34,9 @@ static PyMethodDef methods[] = {
            "Append the records of one decompressed v2 records section (all or nothing)."),
     KERNEL(decode_legacy_set,
            "Append the inner messages of one decompressed legacy wrapper (all or nothing)."),
+    KERNEL(validate_records_v2,
+           "Check one v2 records section's framing, writing nothing; return its timestamp "
+           "range, null keys and offset delta run."),
     KERNEL(encode_plan, "Split rows into batches that fit batch_bytes; return the number of batches."),
     KERNEL(encode_records, "Write the records of planned batches; return the end position."),
     {"crc32", crc32_py, METH_O, "CRC-32 (zlib's), as used for magic 0/1 messages."},

@@ -17,9 +17,10 @@
  * nothing is copied on the way in; the GIL is released while a kernel runs.
  *
  * Files: _speedups.c (module), _speedups_decode.c (entry walk, Sink, decode entry points),
- * _speedups_records.c (v2 records, varints, UTF-8), _speedups_legacy.c (magic 0/1 messages),
- * _speedups_encode.c (Source, encode), _speedups_crc.c (CRC-32 and CRC-32C). Functions shared
- * between files carry a kl_ prefix; the build hides every symbol but the module's init.
+ * _speedups_records.c (v2 records, varints, UTF-8, the validation-only walk), _speedups_legacy.c
+ * (magic 0/1 messages), _speedups_encode.c (Source, encode), _speedups_crc.c (CRC-32 and
+ * CRC-32C). Functions shared between files carry a kl_ prefix; the build hides every symbol but
+ * the module's init.
  */
 #ifndef KAFKALOG_SPEEDUPS_H
 #define KAFKALOG_SPEEDUPS_H
@@ -146,5 +147,6 @@ PyObject *kl_decode_records_v2(PyObject *mod, PyObject *const *args, Py_ssize_t 
 PyObject *kl_decode_legacy_set(PyObject *mod, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kl_encode_plan(PyObject *mod, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kl_encode_records(PyObject *mod, PyObject *const *args, Py_ssize_t nargs);
+PyObject *kl_validate_records_v2(PyObject *mod, PyObject *const *args, Py_ssize_t nargs);
 
 #endif

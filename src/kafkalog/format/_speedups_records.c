@@ -303,3 +303,97 @@ int kl_records_v2(SinkObject *s, const uint8_t *b, Py_ssize_t start, Py_ssize_t 
     st[ST_HVAL_BYTES] = hvu;
     return 0;
 }
+
+/* -- validation only: the same walk as kl_records_v2, writing nothing per record --------------- */
+/* What a leader's validation of an uncompressed batch needs of its records, with the framing
+ * rules (and error codes and positions) of kl_records_v2: the smallest and largest timestamp
+ * other than -1 (base + delta wrapping as Java longs; the batch's max for LogAppendTime), how
+ * many keys are null, and whether offset deltas run 0..count-1. 0, or -1 with r filled. */
+static int validate_v2(const uint8_t *b, Py_ssize_t start, Py_ssize_t end, int64_t count,
+                       int64_t base_ts, int64_t max_ts, int log_append, int64_t out[4],
+                       result_t *r) {
+    if (count * 7 > (int64_t)(end - start)) FAIL(E_COUNT_TOO_LARGE, start, count, end - start, 0);
+    int64_t lo = INT64_MAX, hi = INT64_MIN, null_keys = 0, deltas_ok = 1;
+    Py_ssize_t pos = start;
+    for (int64_t i = 0; i < count; i++) {
+        Py_ssize_t record_start = pos;
+        int64_t length, ts_delta, offset_delta, k_len, v_len, h_count;
+        READ_VARINT(length, end, 5, F_RECORD_LENGTH);
+        if (length < 0 || length > (int64_t)(end - pos))
+            FAIL(E_RECORD_SIZE_OVERRUN, record_start, length, end - pos, 0);
+        Py_ssize_t body_end = pos + (Py_ssize_t)length;
+        if (length < 6) FAIL(E_RECORD_SIZE_SMALL, record_start, length, 0, 0);
+        pos += 1; /* attributes: unused */
+        READ_VARINT(ts_delta, body_end, 10, F_TIMESTAMP_DELTA);
+        READ_VARINT(offset_delta, body_end, 5, F_OFFSET_DELTA);
+        READ_VARINT(k_len, body_end, 5, F_KEY_LENGTH);
+        if (k_len >= 0) { /* Kafka reads any negative size as null */
+            if (k_len > (int64_t)(body_end - pos)) FAIL(E_KEY_OVERRUN, pos, k_len, body_end - pos, 0);
+            pos += (Py_ssize_t)k_len;
+        } else {
+            null_keys++;
+        }
+        READ_VARINT(v_len, body_end, 5, F_VALUE_LENGTH);
+        if (v_len >= 0) {
+            if (v_len > (int64_t)(body_end - pos))
+                FAIL(E_VALUE_OVERRUN, pos, v_len, body_end - pos, 0);
+            pos += (Py_ssize_t)v_len;
+        }
+        READ_VARINT(h_count, body_end, 5, F_HEADER_COUNT);
+        if (h_count < 0) FAIL(E_HEADERS_NEGATIVE, pos, h_count, 0, 0);
+        if (h_count) {
+            if (h_count * 2 > (int64_t)(body_end - pos))
+                FAIL(E_HEADERS_TOO_MANY, pos, h_count, body_end - pos, 0);
+            for (int64_t h = 0; h < h_count; h++) {
+                int64_t hk_len, hv_len;
+                READ_VARINT(hk_len, body_end, 5, F_HKEY_LENGTH);
+                if (hk_len < 0 || hk_len > (int64_t)(body_end - pos))
+                    FAIL(E_HKEY_SIZE, pos, hk_len, 0, 0);
+                pos += (Py_ssize_t)hk_len;
+                READ_VARINT(hv_len, body_end, 5, F_HVAL_LENGTH);
+                if (hv_len >= 0) {
+                    if (hv_len > (int64_t)(body_end - pos)) FAIL(E_HVAL_OVERRUN, pos, hv_len, 0, 0);
+                    pos += (Py_ssize_t)hv_len;
+                }
+            }
+        }
+        if (pos != body_end)
+            FAIL(E_RECORD_PAYLOAD, record_start, length, (int64_t)(pos - (body_end - length)), 0);
+        if (offset_delta != i) deltas_ok = 0;
+        int64_t ts = log_append ? max_ts : wadd(base_ts, ts_delta);
+        if (ts != -1) {
+            if (ts < lo) lo = ts;
+            if (ts > hi) hi = ts;
+        }
+    }
+    if (pos != end) FAIL(E_RECORDS_REMAINING, pos, end - pos, count, 0);
+    if (lo > hi) lo = hi = -1; /* no record has a timestamp */
+    out[0] = lo; out[1] = hi; out[2] = null_keys; out[3] = deltas_ok;
+    r->pos = pos;
+    return 0;
+}
+
+PyObject *kl_validate_records_v2(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 7) {
+        PyErr_SetString(PyExc_TypeError, "validate_records_v2 takes 7 arguments");
+        return NULL;
+    }
+    long long v[6];
+    for (int i = 0; i < 6; i++) v[i] = PyLong_AsLongLong(args[i + 1]);
+    if (PyErr_Occurred()) return NULL;
+    Py_buffer in;
+    if (kl_get_bytes(args[0], &in) < 0) return NULL;
+    if (v[0] < 0 || v[0] > v[1] || v[1] > in.len || v[2] < 0 || v[2] > INT32_MAX) {
+        PyBuffer_Release(&in);
+        PyErr_SetString(PyExc_ValueError, "validate_records_v2: range or count out of range");
+        return NULL;
+    }
+    result_t r = {END, v[1], 0, 0, 0, 0, -1};
+    int64_t out[4] = {-1, -1, 0, 0};
+    Py_BEGIN_ALLOW_THREADS
+    validate_v2(in.buf, (Py_ssize_t)v[0], (Py_ssize_t)v[1], v[2], v[3], v[4], v[5] != 0, out, &r);
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&in);
+    return Py_BuildValue("(iniLLLLLLi)", r.status, r.pos, r.code, r.a, r.b, r.c, (long long)out[0],
+                         (long long)out[1], (long long)out[2], (int)out[3]);
+}

@@ -4,8 +4,9 @@ appended to a magic 2 topic that keeps it uncompressed (what producers send by d
 Kafka assigns offsets in place there (assignOffsetsNonCompressed): the batch's CRC, its header
 checks, each record's key (compacted topics) and timestamp (the topic's bounds), then base offset,
 leader epoch and max timestamp are written into the header. Here the header comes from one
-unpack (:mod:`.validator_scan`), the records from the columnar kernels into arrays
-(:mod:`.validator_records`), and the checks are array operations.
+unpack (:mod:`.validator_scan`), and the records from one call of the validation-only kernel
+(``validate_records_v2``: the decoder's framing rules, but nothing copied per record), which
+returns all the checks need: the timestamp range, null keys, and the bytes its walk consumed.
 
 :func:`validate_v2_in_place` only *accepts*: whenever the batch would fail a check, or is not
 this case, it returns None and :func:`kafkalog.format.validator.validate_records` takes the
@@ -19,6 +20,8 @@ import struct
 
 import numpy as np
 
+from . import _kernel_abi as A
+from ._kernels import kernels
 from .batch import MutableRecordBatch
 from .codecs import CompressionType
 from .constants import (
@@ -31,7 +34,6 @@ from .constants import (
     TimestampType,
 )
 from .crc import crc32c
-from .validator_records import v2_record_columns
 from .validator_scan import V2Header, scan_v2_batches
 from .validator_types import (
     LONG_MAX,
@@ -45,6 +47,7 @@ __all__ = [
     "client_header_ok",
     "out_of_bounds",
     "patched_batch",
+    "range_within_bounds",
     "validate_v2_in_place",
     "validation_result",
 ]
@@ -79,15 +82,18 @@ def validate_v2_in_place(
         return None  # compressed, or typed LogAppendTime by the client: the general path
     if origin == AppendOrigin.CLIENT and not client_header_ok(h):
         return None
-    columns = v2_record_columns(view, h.count, copy=False)  # used up before returning
-    if columns is None:
+    if h.count < 0:
+        return None  # the general path says what is wrong with it
+    walk = kernels.validate_records_v2(
+        view, RECORDS_OFFSET, h.size, h.count, h.base_timestamp, h.max_timestamp, False
+    )
+    if walk[0] != A.END or walk[1] != h.size:
         return None
-    timestamps = columns.timestamps
-    if config.compacted and not columns.key_present.all():
+    lowest, highest, null_keys = walk[6], walk[7], walk[8]
+    if config.compacted and null_keys:
         return None
     log_append = config.timestamp_type == TimestampType.LOG_APPEND_TIME
-    highest = int(timestamps.max()) if len(timestamps) else NO_TIMESTAMP
-    if not log_append and out_of_bounds(timestamps, highest, config, now_ms):
+    if not log_append and not range_within_bounds(lowest, highest, config, now_ms):
         return None
     batch_max = max(NO_TIMESTAMP, highest)
     last_offset = next_offset + h.count - 1
@@ -136,6 +142,18 @@ def client_header_ok(h: V2Header) -> bool:
         and not h.is_control
         and not (has_producer_id and h.base_sequence < 0)
     )
+
+
+def range_within_bounds(lowest: int, highest: int, config: LogValidatorConfig, now_ms: int) -> bool:
+    """Whether every record timestamp in ``lowest..highest`` (both -1: none set) is within the
+    topic's message.timestamp.before/after.max.ms; False also when a Java long difference
+    could wrap, where the extremes alone do not decide (the general path then checks each)."""
+    before, after = config.timestamp_before_max_ms, config.timestamp_after_max_ms
+    if (before >= LONG_MAX and after >= LONG_MAX) or highest == NO_TIMESTAMP:
+        return True  # Kafka's defaults (no long difference exceeds them), or nothing to check
+    if now_ms - highest <= _LONG_MIN or now_ms - lowest >= LONG_MAX:
+        return False
+    return now_ms - lowest <= before and highest - now_ms <= after
 
 
 def out_of_bounds(
