@@ -12,23 +12,22 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 
 from ..errors import KafkalogError
 from .operate import (
     EXIT_OK,
     EXIT_PROBLEMS,
     UsageError,
-    add_target_arguments,
     bounded_int,
     cleanup_policy,
     guarded,
     index_problem,
-    open_logs,
+    logs_in_progress,
+    now_ms,
+    operator_parser,
     resolve_target,
     write_json,
 )
-from .progress import Progress, add_quiet_flag, total_bytes
 
 EXAMPLES = """\
 examples:
@@ -43,31 +42,35 @@ the data directory is locked by a running broker
 
 
 def add_parser(commands) -> None:
-    parser = commands.add_parser(
+    with operator_parser(
+        commands,
         "compact",
-        help="run the log cleaner on compacted topics now (dry run unless --apply)",
+        run=run,
+        summary="run the log cleaner on compacted topics now (dry run unless --apply)",
         description="Compact the logs of topics with cleanup.policy=compact (or compact,delete) "
         "with Kafka's log cleaner rules: the latest record of each key is kept, older ones, "
         "expired tombstones, aborted transactions' records and finished transactions' markers "
         "go. Retention of compact,delete topics is `kafkalog retention`.",
         epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    add_target_arguments(parser, what="a data directory or a partition directory")
-    parser.add_argument("--apply", action="store_true", help="clean the logs (default: a dry run)")
-    parser.add_argument(
-        "--force",
-        action="store_true",
-        help="clean whatever is cleanable, whatever the dirty ratio (min.cleanable.dirty.ratio)",
-    )
-    parser.add_argument(
-        "--now-ms", type=bounded_int(0), metavar="MS", help="the time tombstone and lag rules use"
-    )
-    parser.add_argument(
-        "--verbose", action="store_true", help="list every removed record (up to 1000 a log)"
-    )
-    add_quiet_flag(parser)
-    parser.set_defaults(run=run)
+    ) as parser:
+        parser.add_argument(
+            "--apply", action="store_true", help="clean the logs (default: a dry run)"
+        )
+        parser.add_argument(
+            "--force",
+            action="store_true",
+            help="clean whatever is cleanable, whatever the dirty ratio "
+            "(min.cleanable.dirty.ratio)",
+        )
+        parser.add_argument(
+            "--now-ms",
+            type=bounded_int(0),
+            metavar="MS",
+            help="the time tombstone and lag rules use",
+        )
+        parser.add_argument(
+            "--verbose", action="store_true", help="list every removed record (up to 1000 a log)"
+        )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -79,14 +82,10 @@ def _run(args: argparse.Namespace) -> int:
     from ..log.manager import CONFIG_FROM_DEFAULTS
 
     target = resolve_target(args.path, topics=args.topic, internal=False)
-    now = args.now_ms if args.now_ms is not None else int(time.time() * 1000)
+    now = now_ms(args)
     status = EXIT_OK
     results, skipped = [], []
-    total = total_bytes([str(p) for p in target.partitions])
-    with (
-        Progress(total, "compact", quiet=args.quiet) as progress,
-        open_logs(target, writable=args.apply) as logs,
-    ):
+    with logs_in_progress("compact", args, target, writable=args.apply) as (progress, logs):
         for entry in logs:
             if entry.log is None:
                 print(f"kafkalog compact: {entry.error}", file=sys.stderr)

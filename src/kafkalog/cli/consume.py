@@ -28,7 +28,8 @@ from .record_json import (
     iter_rows,
     record_line,
 )
-from .value_decoders import DECODER_NAMES, DECODERS, ValueDecodeError, shown
+from .selection import add_data_dirs, add_decoders, add_read_policy, add_topic_choice
+from .value_decoders import DECODERS, ValueDecodeError, shown
 
 EXAMPLES = """\
 examples:
@@ -56,20 +57,13 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument(
-        "data_dirs", nargs="+", metavar="DATA_DIR",
-        help="a data directory (several: one broker's log.dirs) or a partition directory",
-    )  # fmt: skip
+    add_data_dirs(parser)
     which = parser.add_argument_group("what to read")
-    which.add_argument(
-        "--topic", "-t", action="append", metavar="TOPIC",
-        help="a topic to read (repeat, or a,b); default: every topic not starting with __",
-    )  # fmt: skip
-    which.add_argument("--include", metavar="REGEX", help="topics whose whole name matches")
-    which.add_argument(
-        "--partition", "-p", action="append", type=int, metavar="N",
-        help="read only these partition numbers (repeat)",
-    )  # fmt: skip
+    add_topic_choice(
+        which,
+        topic_help="a topic to read (repeat, or a,b); default: every topic not starting with __",
+        partition_help="read only these partition numbers (repeat)",
+    )
     start = which.add_mutually_exclusive_group()
     start.add_argument(
         "--offset", default="earliest", metavar="earliest|latest|N",
@@ -81,15 +75,11 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "since the epoch, or a date like 2026-01-31T12:00:00Z); none: start at the end",
     )  # fmt: skip
     which.add_argument("--max-records", type=int, metavar="N", help="stop after N records")
-    which.add_argument(
-        "--isolation-level", choices=("read_uncommitted", "read_committed"),
-        default="read_uncommitted",
-        help="read_committed stops at the last stable offset and drops aborted records",
-    )  # fmt: skip
-    which.add_argument(
-        "--no-fail-on-data-loss", dest="fail_on_data_loss", action="store_false",
-        help="skip offsets that are gone (a missing segment) with a warning instead of failing",
-    )  # fmt: skip
+    add_read_policy(
+        which,
+        data_loss_help="skip offsets that are gone (a missing segment) with a warning instead "
+        "of failing",
+    )
     follow = parser.add_argument_group("following a live log")
     follow.add_argument("--follow", "-f", action="store_true", help="wait for new records")
     follow.add_argument(
@@ -102,12 +92,11 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     )  # fmt: skip
     out = parser.add_argument_group("output")
     out.add_argument("--json", action="store_true", help="one JSON object per record")
-    for what in ("key", "value"):
-        out.add_argument(
-            f"--{what}-decoder", choices=DECODER_NAMES, metavar="NAME",
-            help=f"how to show {what}s: {', '.join(DECODER_NAMES)} (text default: the raw "
-            f"bytes; JSON default: utf8 when valid, else base64)",
-        )  # fmt: skip
+    add_decoders(
+        out,
+        help_template="how to show {what}s: {names} (text default: the raw bytes; JSON "
+        "default: utf8 when valid, else base64)",
+    )
     for what in ("timestamp", "partition", "offset", "headers", "key"):
         out.add_argument(f"--print-{what}", action="store_true", help=f"text: print the {what}")
     out.add_argument("--key-separator", default="\t", help="text: between fields (a tab)")

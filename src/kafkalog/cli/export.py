@@ -16,7 +16,7 @@ import sys
 
 from .data_errors import EXIT_OK, EXIT_USAGE, guarded, report
 from .progress import Progress, add_quiet_flag
-from .value_decoders import DECODER_NAMES
+from .selection import add_data_dirs, add_decoders, add_read_policy, add_topic_choice
 
 EXAMPLES = """\
 examples:
@@ -46,24 +46,17 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         epilog=EXAMPLES,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument(
-        "data_dirs", nargs="+", metavar="DATA_DIR",
-        help="a data directory (several: one broker's log.dirs) or a partition directory",
-    )  # fmt: skip
+    add_data_dirs(parser)
     parser.add_argument(
         "--to", nargs=2, required=True, metavar=("FORMAT", "OUT"),
         help="parquet, jsonl or csv, and the file to write ('-' for stdout: jsonl, csv)",
     )  # fmt: skip
     which = parser.add_argument_group("what to export")
-    which.add_argument(
-        "--topic", "-t", action="append", metavar="TOPIC",
-        help="a topic (repeat, or a,b); default: every topic not starting with __",
-    )  # fmt: skip
-    which.add_argument("--include", metavar="REGEX", help="topics whose whole name matches")
-    which.add_argument(
-        "--partition", "-p", action="append", type=int, metavar="N",
-        help="only these partition numbers of each topic (repeat)",
-    )  # fmt: skip
+    add_topic_choice(
+        which,
+        topic_help="a topic (repeat, or a,b); default: every topic not starting with __",
+        partition_help="only these partition numbers of each topic (repeat)",
+    )
     which.add_argument(
         "--starting-offsets", metavar="earliest|N|JSON",
         help='where to start: earliest (default), one offset for every partition, or Spark\'s '
@@ -81,27 +74,20 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         "--ending-timestamp", metavar="MS|ISO-8601",
         help="stop before the first record at or after this time",
     )  # fmt: skip
-    which.add_argument(
-        "--isolation-level", choices=("read_uncommitted", "read_committed"),
-        default="read_uncommitted",
-        help="read_committed stops at the last stable offset and drops aborted records",
-    )  # fmt: skip
-    which.add_argument(
-        "--no-fail-on-data-loss", dest="fail_on_data_loss", action="store_false",
-        help="skip offsets that are gone with a warning instead of failing",
-    )  # fmt: skip
+    add_read_policy(
+        which, data_loss_help="skip offsets that are gone with a warning instead of failing"
+    )
     which.add_argument(
         "--option", action="append", default=[], metavar="NAME=VALUE",
         help="any other option of the Spark source by its Spark name (repeat)",
     )  # fmt: skip
     out = parser.add_argument_group("output")
     out.add_argument("--include-headers", action="store_true", help="add the headers column")
-    for what in ("key", "value"):
-        out.add_argument(
-            f"--{what}-decoder", choices=DECODER_NAMES, metavar="NAME",
-            help=f"jsonl and csv: how {what}s are written ({', '.join(DECODER_NAMES)}; "
-            f"csv default base64, jsonl default utf8 when valid else base64)",
-        )  # fmt: skip
+    add_decoders(
+        out,
+        help_template="jsonl and csv: how {what}s are written ({names}; csv default base64, "
+        "jsonl default utf8 when valid else base64)",
+    )
     out.add_argument(
         "--compression", choices=PARQUET_CODECS, default="snappy",
         help="parquet: the column codec (default snappy)",

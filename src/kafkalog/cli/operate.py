@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import KafkalogError
+from .progress import Progress, add_quiet_flag, total_bytes
 
 if TYPE_CHECKING:  # the log layer is imported when a command runs, not when the CLI starts
     from ..log.log import Log
@@ -47,7 +48,10 @@ __all__ = [
     "format_time",
     "guarded",
     "index_problem",
+    "logs_in_progress",
+    "now_ms",
     "open_logs",
+    "operator_parser",
     "partition_offsets",
     "plural",
     "relative",
@@ -91,6 +95,31 @@ def add_target_arguments(parser: argparse.ArgumentParser, *, what: str) -> None:
         help="only this topic's partitions (repeatable)",
     )
     parser.add_argument("--json", action="store_true", help="one JSON object per line")
+
+
+@contextlib.contextmanager
+def operator_parser(
+    commands: argparse._SubParsersAction,
+    name: str,
+    *,
+    run: Callable[[argparse.Namespace], int],
+    summary: str,
+    description: str,
+    epilog: str,
+) -> Iterator[argparse.ArgumentParser]:
+    """The parser of a command that walks a data directory's partitions: the target arguments
+    first, the command's own options (added inside the ``with``), then ``--quiet``."""
+    parser = commands.add_parser(
+        name,
+        help=summary,
+        description=description,
+        epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    add_target_arguments(parser, what="a data directory or a partition directory")
+    yield parser
+    add_quiet_flag(parser)
+    parser.set_defaults(run=run)
 
 
 def bounded_int(low: int, high: int = (1 << 63) - 1) -> Callable[[str], int]:
@@ -312,6 +341,25 @@ def open_logs(
                     entry.log.close()
             if writable:
                 _update_checkpoints(target, [e.log for e in opened if e.log is not None])
+
+
+@contextlib.contextmanager
+def logs_in_progress(
+    command: str, args: argparse.Namespace, target: Target, *, writable: bool = False, clock=None
+) -> Iterator[tuple[Progress, list[PartitionLog]]]:
+    """The target's logs opened (see :func:`open_logs`) with a progress bar over their bytes:
+    the frame of every command that walks a data directory's partitions."""
+    total = total_bytes([str(p) for p in target.partitions])
+    with (
+        Progress(total, command, quiet=args.quiet) as progress,
+        open_logs(target, writable=writable, clock=clock) as logs,
+    ):
+        yield progress, logs
+
+
+def now_ms(args: argparse.Namespace) -> int:
+    """``--now-ms`` when given, else the wall clock: the time retention and expiry rules use."""
+    return args.now_ms if args.now_ms is not None else int(time.time() * 1000)
 
 
 def _describe(e: Exception) -> str:

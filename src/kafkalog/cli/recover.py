@@ -16,17 +16,17 @@ from .operate import (
     EXIT_OK,
     EXIT_PROBLEMS,
     Target,
-    add_target_arguments,
     checkpoint_problems,
     guarded,
     open_logs,
+    operator_parser,
     partition_offsets,
     plural,
     relative,
     resolve_target,
     write_json,
 )
-from .progress import Progress, add_quiet_flag, total_bytes
+from .progress import Progress, total_bytes
 
 EXAMPLES = """\
 examples:
@@ -42,9 +42,11 @@ is locked by a running broker
 
 
 def add_parser(commands) -> None:
-    parser = commands.add_parser(
+    with operator_parser(
+        commands,
         "recover",
-        help="run Kafka's log recovery (dry run unless --apply)",
+        run=run,
+        summary="run Kafka's log recovery (dry run unless --apply)",
         description="Work out what Kafka's log recovery would do to a data directory or a "
         "partition directory: delete leftovers of retention and the log cleaner, finish or "
         "undo interrupted cleans, rebuild indexes that are missing or fail Kafka's sanity "
@@ -57,20 +59,16 @@ def add_parser(commands) -> None:
         "broker's startup does. Nothing changes without --apply; with it, what Kafka deletes "
         "is moved to the partition's kafkalog-quarantine/ folder.",
         epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    add_target_arguments(parser, what="a data directory or a partition directory")
-    parser.add_argument(
-        "--apply", action="store_true", help="change the files (default: a dry run)"
-    )
-    parser.add_argument(
-        "--full",
-        action="store_true",
-        help="re-check every segment, as after an unclean shutdown with no recovery point "
-        "(default: what Kafka does, which trusts a clean shutdown and the recovery points)",
-    )
-    add_quiet_flag(parser)
-    parser.set_defaults(run=run)
+    ) as parser:
+        parser.add_argument(
+            "--apply", action="store_true", help="change the files (default: a dry run)"
+        )
+        parser.add_argument(
+            "--full",
+            action="store_true",
+            help="re-check every segment, as after an unclean shutdown with no recovery point "
+            "(default: what Kafka does, which trusts a clean shutdown and the recovery points)",
+        )
 
 
 def run(args: argparse.Namespace) -> int:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,19 +17,19 @@ from ..errors import KafkalogError
 from .operate import (
     EXIT_OK,
     EXIT_PROBLEMS,
-    add_target_arguments,
     bounded_int,
     cleanup_policy,
     format_time,
     guarded,
     index_problem,
-    open_logs,
+    logs_in_progress,
+    now_ms,
+    operator_parser,
     plural,
     relative,
     resolve_target,
     write_json,
 )
-from .progress import Progress, add_quiet_flag, total_bytes
 
 EXAMPLES = """\
 examples:
@@ -46,9 +45,11 @@ configs), 2 usage error, 3 I/O error or the data directory is locked by a runnin
 
 
 def add_parser(commands) -> None:
-    parser = commands.add_parser(
+    with operator_parser(
+        commands,
         "retention",
-        help="delete segments past their topic's retention now (dry run unless --apply)",
+        run=run,
+        summary="delete segments past their topic's retention now (dry run unless --apply)",
         description="Apply each topic's retention now: segments below the log start offset, "
         "and for cleanup.policy=delete (or compact,delete) the oldest segments whose newest "
         "record is older than retention.ms and those beyond retention.bytes. The topic's "
@@ -57,23 +58,22 @@ def add_parser(commands) -> None:
         "compacted), or else Kafka's defaults, flagged as assumed: --apply deletes nothing by "
         "assumed configs without --assume-defaults.",
         epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    add_target_arguments(parser, what="a data directory or a partition directory")
-    parser.add_argument(
-        "--apply", action="store_true", help="delete the segments (default: a dry run)"
-    )
-    parser.add_argument(
-        "--now-ms", type=bounded_int(0), metavar="MS", help="evaluate retention.ms as of this time"
-    )
-    parser.add_argument(
-        "--assume-defaults",
-        action="store_true",
-        help="let --apply delete segments of topics whose configs nothing records (Kafka's "
-        "defaults: cleanup.policy=delete, retention.ms=7 days)",
-    )
-    add_quiet_flag(parser)
-    parser.set_defaults(run=run)
+    ) as parser:
+        parser.add_argument(
+            "--apply", action="store_true", help="delete the segments (default: a dry run)"
+        )
+        parser.add_argument(
+            "--now-ms",
+            type=bounded_int(0),
+            metavar="MS",
+            help="evaluate retention.ms as of this time",
+        )
+        parser.add_argument(
+            "--assume-defaults",
+            action="store_true",
+            help="let --apply delete segments of topics whose configs nothing records (Kafka's "
+            "defaults: cleanup.policy=delete, retention.ms=7 days)",
+        )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -86,14 +86,13 @@ def _run(args: argparse.Namespace) -> int:
     from ..log.retention_plan import plan_retention
 
     target = resolve_target(args.path, topics=args.topic, internal=False)
-    now = args.now_ms if args.now_ms is not None else int(time.time() * 1000)
+    now = now_ms(args)
     clock = MockClock(now_ms=now) if args.now_ms is not None else SystemClock()
     status = EXIT_OK
     results = []
-    total = total_bytes([str(p) for p in target.partitions])
-    with (
-        Progress(total, "retention", quiet=args.quiet) as progress,
-        open_logs(target, writable=args.apply, clock=clock) as logs,
+    with logs_in_progress("retention", args, target, writable=args.apply, clock=clock) as (
+        progress,
+        logs,
     ):
         for entry in logs:
             if entry.log is None:

@@ -23,15 +23,14 @@ from ..format import TimestampType
 from .operate import (
     EXIT_OK,
     EXIT_PROBLEMS,
-    add_target_arguments,
     cleanup_policy,
     format_time,
     guarded,
-    open_logs,
+    logs_in_progress,
+    operator_parser,
     resolve_target,
     write_json,
 )
-from .progress import Progress, add_quiet_flag, total_bytes
 
 EXAMPLES = """\
 examples:
@@ -114,22 +113,20 @@ class PartitionStats:
 
 
 def add_parser(commands) -> None:
-    parser = commands.add_parser(
+    with operator_parser(
+        commands,
         "stats",
-        help="sizes, records, offsets, times, codecs, producers per topic-partition",
+        run=run,
+        summary="sizes, records, offsets, times, codecs, producers per topic-partition",
         description="Summarise a data directory (or one partition directory) per "
         "topic-partition, read-only: sizes, segments, batches and records, offsets and time "
         "ranges, codecs and format versions, producers, and compaction state. Every batch's "
         "CRC is checked, as Kafka's consumers do: damaged data is reported where it starts.",
         epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    add_target_arguments(parser, what="a data directory or a partition directory")
-    parser.add_argument(
-        "--plot", metavar="FILE.png", help="draw records and bytes over time per partition"
-    )
-    add_quiet_flag(parser)
-    parser.set_defaults(run=run)
+    ) as parser:
+        parser.add_argument(
+            "--plot", metavar="FILE.png", help="draw records and bytes over time per partition"
+        )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -145,11 +142,7 @@ def _run(args: argparse.Namespace) -> int:
 
     target = resolve_target(args.path, topics=args.topic)
     results: list[PartitionStats] = []
-    total = total_bytes([str(p) for p in target.partitions])
-    with (
-        Progress(total, "stats", quiet=args.quiet) as progress,
-        open_logs(target, writable=False) as logs,
-    ):
+    with logs_in_progress("stats", args, target) as (progress, logs):
         for entry in logs:
             stats = _new(entry.directory)
             stats.configs_assumed = entry.config_source == CONFIG_FROM_DEFAULTS

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,15 +20,15 @@ from ..errors import KafkalogError
 from .operate import (
     EXIT_OK,
     EXIT_PROBLEMS,
-    add_target_arguments,
     bounded_int,
     format_time,
     guarded,
-    open_logs,
+    logs_in_progress,
+    now_ms,
+    operator_parser,
     resolve_target,
     write_json,
 )
-from .progress import Progress, add_quiet_flag, total_bytes
 
 EXAMPLES = """\
 examples:
@@ -100,30 +99,28 @@ class PartitionTransactions:
 
 
 def add_parser(commands) -> None:
-    parser = commands.add_parser(
+    with operator_parser(
+        commands,
         "transactions",
-        help="aborted and open (hanging) transactions per partition",
+        run=run,
+        summary="aborted and open (hanging) transactions per partition",
         description="List the aborted and the open (hanging) transactions of every partition, "
         "with producer ids, epochs and offsets, from the logs' transactional batches and "
         "COMMIT/ABORT markers, checked against the .txnindex files.",
         epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    add_target_arguments(parser, what="a data directory or a partition directory")
-    parser.add_argument("--all", action="store_true", help="list committed transactions too")
-    parser.add_argument(
-        "--timeout-ms",
-        type=bounded_int(1),
-        default=DEFAULT_TIMEOUT_MS,
-        metavar="MS",
-        help=f"an open transaction older than this is hanging (default {DEFAULT_TIMEOUT_MS}, "
-        f"Kafka's transaction.max.timeout.ms)",
-    )
-    parser.add_argument(
-        "--now-ms", type=bounded_int(0), metavar="MS", help="the time to judge ages by"
-    )
-    add_quiet_flag(parser)
-    parser.set_defaults(run=run)
+    ) as parser:
+        parser.add_argument("--all", action="store_true", help="list committed transactions too")
+        parser.add_argument(
+            "--timeout-ms",
+            type=bounded_int(1),
+            default=DEFAULT_TIMEOUT_MS,
+            metavar="MS",
+            help=f"an open transaction older than this is hanging (default {DEFAULT_TIMEOUT_MS}, "
+            f"Kafka's transaction.max.timeout.ms)",
+        )
+        parser.add_argument(
+            "--now-ms", type=bounded_int(0), metavar="MS", help="the time to judge ages by"
+        )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -132,13 +129,9 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     target = resolve_target(args.path, topics=args.topic)
-    now = args.now_ms if args.now_ms is not None else int(time.time() * 1000)
+    now = now_ms(args)
     results = []
-    total = total_bytes([str(p) for p in target.partitions])
-    with (
-        Progress(total, "transactions", quiet=args.quiet) as progress,
-        open_logs(target, writable=False) as logs,
-    ):
+    with logs_in_progress("transactions", args, target) as (progress, logs):
         for entry in logs:
             found = PartitionTransactions(entry.directory)
             if entry.log is None:
