@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import functools
 import os
+import pty
+import select
 import shutil
 import subprocess
 import sys
@@ -12,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-__all__ = ["kafkalog_exe", "run_console"]
+__all__ = ["kafkalog_exe", "run_console", "run_on_terminal"]
 
 
 @functools.cache
@@ -53,3 +55,31 @@ def run_console(
         err = proc.stderr if text else proc.stderr.decode(errors="replace")
         assert proc.returncode == status, (proc.returncode, proc.stdout[-2000:], err[-2000:])
     return proc
+
+
+def run_on_terminal(args: list[str], env: dict[str, str]) -> tuple[bytes, bytes, int]:
+    """``kafkalog ARGS`` with stderr on a pseudo-terminal and stdout on a pipe, both read as
+    they come (neither can fill and block the other): (stdout, terminal, status)."""
+    master, slave = pty.openpty()
+    proc = subprocess.Popen([*kafkalog_exe(), *map(str, args)], stdout=subprocess.PIPE,
+                            stderr=slave, stdin=subprocess.DEVNULL, env=env)  # fmt: skip
+    os.close(slave)
+    out_fd = proc.stdout.fileno()
+    got = {master: b"", out_fd: b""}
+    open_fds = [master, out_fd]
+    while open_fds:
+        ready, _, _ = select.select(open_fds, [], [], 30)
+        if not ready:
+            break
+        for fd in ready:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:  # EIO: the child closed the terminal
+                chunk = b""
+            if chunk:
+                got[fd] += chunk
+            else:
+                open_fds.remove(fd)
+    os.close(master)
+    proc.stdout.close()
+    return got[out_fd], got[master], proc.wait(timeout=60)

@@ -12,6 +12,7 @@ import struct
 from pathlib import Path
 
 from kafka.record import MemoryRecords as KpMemoryRecords
+from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from kafkalog.cli import dump
 
@@ -21,6 +22,18 @@ FIXTURE_SKIP = (
     "../shared/fixtures (kafka-data, EXPECTED.json) not found: only beside the repo in CI"
 )
 CODECS = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
+
+
+def kp_v2_batch(base_offset: int, records: list[tuple[int, bytes | None, bytes | None]]) -> bytes:
+    """A plain (uncompressed, non-transactional) v2 batch of (timestamp, key, value) records,
+    written by kafka-python, not by kafkalog, at ``base_offset``."""
+    builder = DefaultRecordBatchBuilder(
+        magic=2, compression_type=0, is_transactional=False, producer_id=-1,
+        producer_epoch=-1, base_sequence=-1, batch_size=1 << 20,
+    )  # fmt: skip
+    for i, (timestamp, key, value) in enumerate(records):
+        builder.append(i, timestamp=timestamp, key=key, value=value, headers=[])
+    return struct.pack(">q", base_offset) + bytes(builder.build())[8:]
 
 
 def have_fixtures() -> bool:

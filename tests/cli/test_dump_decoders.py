@@ -20,11 +20,11 @@ from dump_testing import (
     Flexible,
     have_fixtures,
     json_lines,
+    kp_v2_batch,
     run_dump,
 )
 from kafka.protocol.old.types import Array, Bytes, Int8, Int16, Int32, Int64, Schema, String
 from kafka.record import MemoryRecords as KpMemoryRecords
-from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from kafkalog.cli.dump_kafka_json import java_json
 
@@ -32,21 +32,11 @@ STR = String("utf-8")
 
 
 def segment(tmp_path: Path, records: list[tuple[bytes | None, bytes | None]], base: int = 0):
-    builder = DefaultRecordBatchBuilder(
-        magic=2,
-        compression_type=0,
-        is_transactional=False,
-        producer_id=-1,
-        producer_epoch=-1,
-        base_sequence=-1,
-        batch_size=1 << 20,
+    data = kp_v2_batch(
+        base, [(1_700_000_000_000 + i, key, value) for i, (key, value) in enumerate(records)]
     )
-    for i, (key, value) in enumerate(records):
-        builder.append(i, timestamp=1_700_000_000_000 + i, key=key, value=value, headers=[])
-    data = bytearray(builder.build())
-    struct.pack_into(">q", data, 0, base)
     path = tmp_path / f"{base:020d}.log"
-    path.write_bytes(bytes(data))
+    path.write_bytes(data)
     return path
 
 

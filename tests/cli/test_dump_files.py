@@ -14,10 +14,9 @@ from pathlib import Path
 
 import pytest
 from console import kafkalog_exe
-from dump_testing import json_lines, run_dump
+from dump_testing import json_lines, kp_v2_batch, run_dump
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from kafkalog.format.crc import crc32c
 
@@ -25,20 +24,7 @@ BASE = 100
 
 
 def v2_batch(base_offset: int, timestamps: list[int]) -> bytes:
-    builder = DefaultRecordBatchBuilder(
-        magic=2,
-        compression_type=0,
-        is_transactional=False,
-        producer_id=-1,
-        producer_epoch=-1,
-        base_sequence=-1,
-        batch_size=1 << 20,
-    )
-    for i, ts in enumerate(timestamps):
-        builder.append(i, timestamp=ts, key=None, value=b"v%d" % i, headers=[])
-    data = bytearray(builder.build())
-    struct.pack_into(">q", data, 0, base_offset)
-    return bytes(data)
+    return kp_v2_batch(base_offset, [(ts, None, b"v%d" % i) for i, ts in enumerate(timestamps)])
 
 
 @pytest.fixture

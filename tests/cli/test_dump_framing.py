@@ -9,21 +9,13 @@ from pathlib import Path
 
 import pytest
 from console import run_console
-from dump_testing import json_lines, run_dump
-from kafka.record.default_records import DefaultRecordBatchBuilder
+from dump_testing import json_lines, kp_v2_batch, run_dump
 
 T0 = 1_700_000_000_000
 
 
 def kp_batch(base_offset: int, n: int, *, key: bytes | None = b"k") -> bytes:
-    builder = DefaultRecordBatchBuilder(
-        magic=2, compression_type=0, is_transactional=False, producer_id=-1,
-        producer_epoch=-1, base_sequence=-1, batch_size=1 << 20,
-    )  # fmt: skip
-    for i in range(n):
-        builder.append(i, timestamp=T0 + i, key=key, value=b"v" * 40, headers=[])
-    data = bytes(builder.build())
-    return struct.pack(">q", base_offset) + data[8:]
+    return kp_v2_batch(base_offset, [(T0 + i, key, b"v" * 40) for i in range(n)])
 
 
 def positions(data: bytes) -> list[int]:

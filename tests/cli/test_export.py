@@ -142,30 +142,15 @@ def test_progress_bar_on_a_terminal_only(data_dir, tmp_path):
     """With stderr on a pseudo-terminal and the size threshold lowered, export and consume draw
     a bar there; standard output is the same as with stderr on a pipe."""
     import os
-    import pty
     import subprocess
 
-    from records_cli_helpers import kafkalog_exe
+    from console import kafkalog_exe, run_on_terminal
 
     env = {**os.environ, "KAFKALOG_PROGRESS_THRESHOLD": "1"}
     env.pop("KAFKALOG_PROGRESS", None)
     for args in (["export", data_dir, "--to", "jsonl", "-"], ["consume", data_dir, "--json"]):
-        master, slave = pty.openpty()
-        proc = subprocess.Popen([*kafkalog_exe(), *map(str, args)], stdout=subprocess.PIPE,
-                                stderr=slave, stdin=subprocess.DEVNULL, env=env)  # fmt: skip
-        os.close(slave)
-        out = proc.stdout.read()
-        terminal = b""
-        while True:
-            try:
-                chunk = os.read(master, 4096)
-            except OSError:  # EIO: the child closed the terminal
-                break
-            if not chunk:
-                break
-            terminal += chunk
-        os.close(master)
-        assert proc.wait(60) == 0
+        out, terminal, status = run_on_terminal(args, env)
+        assert status == 0
         assert b"%|" in terminal, (args, terminal[-500:])  # tqdm's bar
         piped = subprocess.run([*kafkalog_exe(), *map(str, args)], capture_output=True, env=env,
                                check=True, timeout=120)  # fmt: skip

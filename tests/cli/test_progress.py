@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import io
 import os
-import pty
-import select
 import subprocess
 from pathlib import Path
 
 import pytest
+from console import run_on_terminal
 from operate_support import build, kafkalog_exe, run_main
 
 from kafkalog.cli.progress import THRESHOLD_BYTES, Progress
@@ -47,29 +46,6 @@ def test_shown_only_past_64_mib_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -
 @pytest.fixture(scope="module")
 def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build(tmp_path_factory.mktemp("progress") / "data", {"events": (2, {})}, batches=10)
-
-
-def run_on_terminal(args: list[str], env: dict) -> tuple[bytes, bytes, int]:
-    """Run with stderr on a pseudo-terminal and stdout on a pipe: (stdout, terminal, status)."""
-    master, slave = pty.openpty()
-    proc = subprocess.Popen([*kafkalog_exe(), *args], stdout=subprocess.PIPE,
-                            stderr=slave, stdin=subprocess.DEVNULL, env=env)  # fmt: skip
-    os.close(slave)
-    seen = b""
-    while True:
-        ready, _, _ = select.select([master], [], [], 30)
-        if not ready:
-            break
-        try:
-            chunk = os.read(master, 4096)
-        except OSError:  # EIO: the child closed the terminal
-            break
-        if not chunk:
-            break
-        seen += chunk
-    os.close(master)
-    stdout = proc.stdout.read()
-    return stdout, seen, proc.wait(timeout=60)
 
 
 COMMANDS = [
