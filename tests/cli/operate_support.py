@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from console import kafkalog_exe as kafkalog_exe  # re-exported for the tests that start it
 from console import run_console
+from hypothesis import strategies as st
 from kafka.record import MemoryRecords as KpRecords
 from kafka.record import MemoryRecordsBuilder as KpBuilder
 
@@ -28,6 +29,36 @@ KAFKA_DATA = FIXTURES / "kafka-data"
 needs_fixtures = pytest.mark.skipif(
     not KAFKA_DATA.is_dir(), reason="../shared/fixtures is only present beside the repository"
 )
+
+
+def file_damage(*, max_zeros: int, junk: bool = False) -> st.SearchStrategy[tuple[str, int, int]]:
+    """Damage to a file as (kind, at, value): a bit flipped, a cut, zeros (and junk) appended."""
+    kinds = [
+        st.tuples(st.just("flip"), st.integers(0, 10**6), st.integers(0, 7)),
+        st.tuples(st.just("cut"), st.integers(0, 10**6), st.just(0)),
+        st.tuples(st.just("zeros"), st.integers(1, max_zeros), st.just(0)),
+    ]
+    if junk:
+        kinds.append(st.tuples(st.just("junk"), st.integers(1, 300), st.integers(0, 255)))
+    return st.one_of(*kinds)
+
+
+def damaged(data: bytes, how: tuple[str, int, int]) -> bytes:
+    """``data`` with one :func:`file_damage` applied."""
+    kind, at, value = how
+    if kind == "flip":
+        if not data:
+            return data
+        out = bytearray(data)
+        out[at % len(out)] ^= 1 << value
+        return bytes(out)
+    if kind == "cut":
+        return data[: at % (len(data) + 1)]
+    if kind == "zeros":
+        return data + bytes(at)
+    return data + bytes([value]) * at
+
+
 SMALL_SEGMENTS = {
     "internal.segment.bytes": "3000",
     "index.interval.bytes": "200",

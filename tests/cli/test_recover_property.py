@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from operate_support import build
+from operate_support import build, damaged, file_damage
 
 from kafkalog.log.clock import MockClock
 from kafkalog.log.log import Log
@@ -30,11 +30,7 @@ def tree(root: Path) -> dict[str, str]:
             if p.is_file()}  # fmt: skip
 
 
-damage = st.one_of(
-    st.tuples(st.just("flip"), st.integers(0, 10**6), st.integers(0, 7)),
-    st.tuples(st.just("cut"), st.integers(0, 10**6), st.just(0)),
-    st.tuples(st.just("zeros"), st.integers(1, 4096), st.just(0)),
-)
+damage = file_damage(max_zeros=4096)
 
 
 @settings(
@@ -46,15 +42,7 @@ def test_the_plan_is_what_recovery_does(partition: Path, tmp_path: Path, segment
     shutil.copytree(partition, work)
     logs = sorted(work.glob("*.log"))
     log = logs[segment % len(logs)]
-    data = bytearray(log.read_bytes())
-    kind, at, bit = how
-    if kind == "flip" and data:
-        data[at % len(data)] ^= 1 << bit
-    elif kind == "cut":
-        data = data[: at % (len(data) + 1)]
-    else:
-        data += bytes(at)
-    log.write_bytes(data)
+    log.write_bytes(damaged(log.read_bytes(), how))
 
     before = tree(work)
     plan = plan_recovery(work, recovery_point=0, had_clean_shutdown=False)

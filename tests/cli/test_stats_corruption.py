@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from operate_support import build
+from operate_support import build, damaged, file_damage
 
 from kafkalog.cli.main import main
 
@@ -34,12 +34,7 @@ def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build(tmp_path_factory.mktemp("corrupt") / "data", topics, batches=12)
 
 
-damage = st.one_of(
-    st.tuples(st.just("flip"), st.integers(0, 10**6), st.integers(0, 7)),
-    st.tuples(st.just("cut"), st.integers(0, 10**6), st.just(0)),
-    st.tuples(st.just("zeros"), st.integers(1, 300), st.just(0)),
-    st.tuples(st.just("junk"), st.integers(1, 300), st.integers(0, 255)),
-)
+damage = file_damage(max_zeros=300, junk=True)
 
 
 @settings(max_examples=25, deadline=None,
@@ -50,17 +45,7 @@ def test_no_command_crashes_on_damage(data_dir: Path, tmp_path: Path, file_index
     shutil.copytree(data_dir, root)
     files = sorted(p for p in (root / "t-0").iterdir() if p.is_file())
     target = files[file_index % len(files)]
-    data = bytearray(target.read_bytes())
-    kind, at, value = how
-    if kind == "flip" and data:
-        data[at % len(data)] ^= 1 << value
-    elif kind == "cut":
-        data = data[: at % (len(data) + 1)]
-    elif kind == "zeros":
-        data += bytes(at)
-    else:
-        data += bytes([value]) * at
-    target.write_bytes(data)
+    target.write_bytes(damaged(target.read_bytes(), how))
     for command in [*COMMANDS, ["rebuild-index", "t-0"]]:
         args = [command[0], str(root / command[1])] if command[0] == "rebuild-index" else [
             *command, str(root)]  # fmt: skip
