@@ -13,10 +13,10 @@ import struct
 import time
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from kafkalog.protocol import ApiKey, decode_response, encode_request
+from kafkalog.protocol import ApiKey, decode_request, decode_response, encode_request
 from kafkalog.server.app import BackgroundServer
 from kafkalog.server.config import ServerConfig
 
@@ -214,9 +214,19 @@ def malformed(draw) -> bytes:
     return bytes(frame)
 
 
+def _long_poll(frame: bytes) -> bool:
+    """A well-formed Fetch that asks to wait long: Kafka holds it, so does the server."""
+    try:
+        request = decode_request(frame[4:])
+    except Exception:
+        return False
+    return request.header.api_key == ApiKey.FETCH and request.body["max_wait_ms"] > 1000
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
 @given(frame=malformed())
 def test_fuzzed_requests_are_answered_or_close_their_connection(server, healthy, failures, frame):
+    assume(not _long_poll(frame))
     ensure_topic(healthy, "fuzz")
     bad = socket.create_connection(("127.0.0.1", server.broker.port), timeout=10)
     try:
@@ -447,3 +457,32 @@ def test_offsets_for_an_epoch_above_the_latest_are_undefined(healthy):
     answer = healthy.call(ApiKey.OFFSET_FOR_LEADER_EPOCH, 4, body)
     found = answer["topics"][0]["partitions"][0]
     assert (found["error_code"], found["leader_epoch"], found["end_offset"]) == (0, -1, -1)
+
+
+def test_create_topics_refuses_duplicate_names_and_gaps_in_assignments(healthy):
+    """Kafka's controller: a name given twice is INVALID_REQUEST and neither is created; manual
+    assignments must be partitions 0..n-1 (INVALID_REPLICA_ASSIGNMENT)."""
+    node = healthy.call(ApiKey.METADATA, 9, {"topics": []})["brokers"][0]["node_id"]
+    twice = {"name": "twice", "num_partitions": 1, "replication_factor": 1}
+    gap = {"name": "gap", "num_partitions": -1, "replication_factor": -1, "assignments": [
+        {"partition_index": 0, "broker_ids": [node]},
+        {"partition_index": 2, "broker_ids": [node]}]}  # fmt: skip
+    body = {"topics": [twice, dict(twice), gap], "timeout_ms": 1000}
+    answer = {t["name"]: t for t in healthy.call(ApiKey.CREATE_TOPICS, 7, body)["topics"]}
+    assert answer["twice"]["error_code"] == 42  # INVALID_REQUEST
+    assert answer["gap"]["error_code"] == 39  # INVALID_REPLICA_ASSIGNMENT
+    metadata = healthy.call(ApiKey.METADATA, 9, {"topics": [{"name": "twice"}, {"name": "gap"}],
+                                                 "allow_auto_topic_creation": False})  # fmt: skip
+    assert [t["error_code"] for t in metadata["topics"]] == [3, 3]  # neither was created
+
+
+def test_fetch_with_an_unknown_isolation_level_is_refused(healthy):
+    """Kafka's IsolationLevel.forId throws: the error response is UNKNOWN_SERVER_ERROR."""
+    ensure_topic(healthy, "isolation")
+    part = {"partition": 0, "fetch_offset": 0, "partition_max_bytes": 1000}
+    topics = [{"topic": "isolation", "partitions": [part]}]
+    body = {"replica_id": -1, "max_wait_ms": 0, "min_bytes": 1, "max_bytes": 1000,
+            "isolation_level": 2, "topics": topics}  # fmt: skip
+    answer = healthy.call(ApiKey.FETCH, 11, body)
+    assert answer["error_code"] == -1
+    assert answer["responses"][0]["partitions"][0]["error_code"] == -1

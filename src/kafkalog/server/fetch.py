@@ -148,11 +148,26 @@ def _own_windows(responses: list) -> None:
                 entry["records"] = records.detach()
 
 
+def _unknown_isolation_level(request: dict) -> dict:
+    """Kafka's answer to an isolation level it cannot parse (IsolationLevel.forId throws, and
+    the request's error response carries UNKNOWN_SERVER_ERROR for the whole and each partition).
+    """
+    code = ec.UNKNOWN_SERVER_ERROR
+    return {"error_code": code, "session_id": request["session_id"], "responses": [
+        {"topic": t["topic"], "topic_id": t["topic_id"], "partitions": [
+            {"partition_index": p["partition"], "error_code": code, "high_watermark": -1,
+             "last_stable_offset": -1, "log_start_offset": -1, "records": b""}
+            for p in t["partitions"]]}
+        for t in request["topics"]]}  # fmt: skip
+
+
 def handlers(broker: Broker) -> dict[int, Handler]:
     async def fetch(ctx: RequestContext, request: dict) -> dict:
         version = ctx.api_version
         if request["session_id"] != 0:
             return {"error_code": ec.FETCH_SESSION_ID_NOT_FOUND, "responses": []}
+        if request["isolation_level"] not in (0, 1):
+            return _unknown_isolation_level(request)
         isolation = READ_COMMITTED if request["isolation_level"] == 1 else READ_UNCOMMITTED
         deadline = time.monotonic() + max(0, request["max_wait_ms"]) / 1000
         while True:

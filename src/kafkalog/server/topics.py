@@ -4,6 +4,7 @@ default) is refused with INVALID_REPLICATION_FACTOR, as a one-broker Kafka clust
 from __future__ import annotations
 
 import logging
+from collections import Counter
 
 from ..errors import KafkalogError
 from ..log.config import LogConfig
@@ -36,6 +37,16 @@ def _create_one(broker: Broker, topic: dict, validate_only: bool) -> dict:
     if name in broker.log_manager.topics():
         return fail(ec.TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
     if topic["assignments"]:
+        if topic["replication_factor"] != -1 or topic["num_partitions"] != -1:
+            return fail(ec.INVALID_REQUEST, "A manual partition assignment was specified, "
+                        "but replication factor and numPartitions were not both -1.")  # fmt: skip
+        indexes = [a["partition_index"] for a in topic["assignments"]]
+        if len(set(indexes)) != len(indexes):
+            return fail(ec.INVALID_REPLICA_ASSIGNMENT,
+                        "Found multiple manual assignments for one partition.")  # fmt: skip
+        if sorted(indexes) != list(range(len(indexes))):
+            return fail(ec.INVALID_REPLICA_ASSIGNMENT,
+                        "partitions should be a consecutive 0-based integer sequence")  # fmt: skip
         if any(a["broker_ids"] != [broker.node_id] for a in topic["assignments"]):
             return fail(ec.INVALID_REPLICATION_FACTOR, "Replicas must all be this node.")
         partitions = len(topic["assignments"])
@@ -77,9 +88,23 @@ def _create_one(broker: Broker, topic: dict, validate_only: bool) -> dict:
 
 def handlers(broker: Broker) -> dict[int, Handler]:
     async def create_topics(ctx: RequestContext, request: dict) -> dict:
-        return {
-            "topics": [_create_one(broker, t, request["validate_only"]) for t in request["topics"]]
-        }
+        names = Counter(t["name"] for t in request["topics"])
+        # As Kafka's controller: a name given twice is refused once, and neither is created.
+        duplicates = [
+            {
+                "name": name,
+                "error_code": ec.INVALID_REQUEST,
+                "error_message": "Duplicate topic name.",
+            }
+            for name, n in names.items()
+            if n > 1
+        ]
+        created = [
+            _create_one(broker, t, request["validate_only"])
+            for t in request["topics"]
+            if names[t["name"]] == 1
+        ]
+        return {"topics": created + duplicates}
 
     async def delete_topics(ctx: RequestContext, request: dict) -> dict:
         if ctx.api_version >= 6:
