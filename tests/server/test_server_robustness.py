@@ -486,3 +486,13 @@ def test_fetch_with_an_unknown_isolation_level_is_refused(healthy):
     answer = healthy.call(ApiKey.FETCH, 11, body)
     assert answer["error_code"] == -1
     assert answer["responses"][0]["partitions"][0]["error_code"] == -1
+
+
+def test_describe_and_list_transactions_are_served_on_the_wire(healthy):
+    versions = healthy.call(ApiKey.API_VERSIONS, 3, {})["api_keys"]
+    served = {v["api_key"]: (v["min_version"], v["max_version"]) for v in versions}
+    assert served[65] == (0, 0) and served[66] == (0, 2)
+    described = healthy.call(ApiKey.DESCRIBE_TRANSACTIONS, 0, {"transactional_ids": ["nobody"]})
+    assert described["transaction_states"][0]["error_code"] == 105  # TRANSACTIONAL_ID_NOT_FOUND
+    listed = healthy.call(ApiKey.LIST_TRANSACTIONS, 2, {"state_filters": ["Bogus"]})
+    assert (listed["error_code"], listed["unknown_state_filters"]) == (0, ["Bogus"])

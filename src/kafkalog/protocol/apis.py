@@ -55,6 +55,8 @@ class ApiKey:
     TXN_OFFSET_COMMIT = 28
     DESCRIBE_CONFIGS = 32
     INCREMENTAL_ALTER_CONFIGS = 44
+    DESCRIBE_TRANSACTIONS = 65
+    LIST_TRANSACTIONS = 66
 
 
 def _pairs() -> dict[int, tuple[Message, Message]]:

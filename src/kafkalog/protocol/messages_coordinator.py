@@ -421,3 +421,63 @@ topics []
     error_code int16
 """,
 )
+
+DESCRIBE_TRANSACTIONS_REQUEST = Message(
+    65,
+    "DescribeTransactionsRequest",
+    (0, 0),
+    0,
+    """
+transactional_ids [string]
+""",
+)
+
+DESCRIBE_TRANSACTIONS_RESPONSE = Message(
+    65,
+    "DescribeTransactionsResponse",
+    (0, 0),
+    0,
+    """
+throttle_time_ms int32
+transaction_states []
+  error_code int16
+  transactional_id string
+  transaction_state string
+  transaction_timeout_ms int32
+  transaction_start_time_ms int64
+  producer_id int64
+  producer_epoch int16
+  topics []
+    topic string
+    partitions [int32]
+""",
+)
+
+LIST_TRANSACTIONS_REQUEST = Message(
+    66,
+    "ListTransactionsRequest",
+    (0, 2),
+    0,
+    """
+state_filters [string]
+producer_id_filters [int64]
+duration_filter int64 1+ =-1
+transactional_id_pattern string 2+ ? =null
+""",
+)
+
+LIST_TRANSACTIONS_RESPONSE = Message(
+    66,
+    "ListTransactionsResponse",
+    (0, 2),
+    0,
+    """
+throttle_time_ms int32
+error_code int16
+unknown_state_filters [string]
+transaction_states []
+  transactional_id string
+  producer_id int64
+  transaction_state string
+""",
+)

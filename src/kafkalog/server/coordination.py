@@ -6,7 +6,7 @@ keys where that broker put them), replays both, finishes any transaction a crash
 its Prepare record and its markers, registers the handlers (8 OffsetCommit, 9 OffsetFetch,
 11 JoinGroup, 12 Heartbeat, 13 LeaveGroup, 14 SyncGroup, 15 DescribeGroups, 16 ListGroups,
 22 InitProducerId, 24 AddPartitionsToTxn, 25 AddOffsetsToTxn, 26 EndTxn, 28 TxnOffsetCommit,
-65 DescribeTransactions, 66 ListTransactions: served once the protocol module has their schemas)
+65 DescribeTransactions, 66 ListTransactions)
 and starts one background task for the timeouts (sessions, rebalances, transactions).
 
 Settings come from the broker config's attributes ``offsets_topic_num_partitions`` and
