@@ -20,7 +20,6 @@ from .operate import (
     UsageError,
     bounded_int,
     cleanup_policy,
-    guarded,
     index_problem,
     logs_in_progress,
     now_ms,
@@ -45,7 +44,7 @@ def add_parser(commands) -> None:
     with operator_parser(
         commands,
         "compact",
-        run=run,
+        body=_run,
         summary="run the log cleaner on compacted topics now (dry run unless --apply)",
         description="Compact the logs of topics with cleanup.policy=compact (or compact,delete) "
         "with Kafka's log cleaner rules: the latest record of each key is kept, older ones, "
@@ -71,10 +70,6 @@ def add_parser(commands) -> None:
         parser.add_argument(
             "--verbose", action="store_true", help="list every removed record (up to 1000 a log)"
         )
-
-
-def run(args: argparse.Namespace) -> int:
-    return guarded("compact", lambda: _run(args))
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -102,13 +102,14 @@ def operator_parser(
     commands: argparse._SubParsersAction,
     name: str,
     *,
-    run: Callable[[argparse.Namespace], int],
+    body: Callable[[argparse.Namespace], int],
     summary: str,
     description: str,
     epilog: str,
 ) -> Iterator[argparse.ArgumentParser]:
     """The parser of a command that walks a data directory's partitions: the target arguments
-    first, the command's own options (added inside the ``with``), then ``--quiet``."""
+    first, the command's own options (added inside the ``with``), then ``--quiet``; ``body``
+    runs under :func:`guarded`, which turns expected failures into exit statuses."""
     parser = commands.add_parser(
         name,
         help=summary,
@@ -119,7 +120,7 @@ def operator_parser(
     add_target_arguments(parser, what="a data directory or a partition directory")
     yield parser
     add_quiet_flag(parser)
-    parser.set_defaults(run=run)
+    parser.set_defaults(run=lambda args: guarded(name, lambda: body(args)))
 
 
 def bounded_int(low: int, high: int = (1 << 63) - 1) -> Callable[[str], int]:

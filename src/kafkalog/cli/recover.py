@@ -17,7 +17,6 @@ from .operate import (
     EXIT_PROBLEMS,
     Target,
     checkpoint_problems,
-    guarded,
     open_logs,
     operator_parser,
     partition_offsets,
@@ -45,7 +44,7 @@ def add_parser(commands) -> None:
     with operator_parser(
         commands,
         "recover",
-        run=run,
+        body=_run,
         summary="run Kafka's log recovery (dry run unless --apply)",
         description="Work out what Kafka's log recovery would do to a data directory or a "
         "partition directory: delete leftovers of retention and the log cleaner, finish or "
@@ -69,10 +68,6 @@ def add_parser(commands) -> None:
             help="re-check every segment, as after an unclean shutdown with no recovery point "
             "(default: what Kafka does, which trusts a clean shutdown and the recovery points)",
         )
-
-
-def run(args: argparse.Namespace) -> int:
-    return guarded("recover", lambda: _run(args))
 
 
 def _run(args: argparse.Namespace) -> int:

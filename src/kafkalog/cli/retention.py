@@ -20,7 +20,6 @@ from .operate import (
     bounded_int,
     cleanup_policy,
     format_time,
-    guarded,
     index_problem,
     logs_in_progress,
     now_ms,
@@ -48,7 +47,7 @@ def add_parser(commands) -> None:
     with operator_parser(
         commands,
         "retention",
-        run=run,
+        body=_run,
         summary="delete segments past their topic's retention now (dry run unless --apply)",
         description="Apply each topic's retention now: segments below the log start offset, "
         "and for cleanup.policy=delete (or compact,delete) the oldest segments whose newest "
@@ -74,10 +73,6 @@ def add_parser(commands) -> None:
             help="let --apply delete segments of topics whose configs nothing records (Kafka's "
             "defaults: cleanup.policy=delete, retention.ms=7 days)",
         )
-
-
-def run(args: argparse.Namespace) -> int:
-    return guarded("retention", lambda: _run(args))
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -25,7 +25,6 @@ from .operate import (
     EXIT_PROBLEMS,
     cleanup_policy,
     format_time,
-    guarded,
     logs_in_progress,
     operator_parser,
     resolve_target,
@@ -116,7 +115,7 @@ def add_parser(commands) -> None:
     with operator_parser(
         commands,
         "stats",
-        run=run,
+        body=_run,
         summary="sizes, records, offsets, times, codecs, producers per topic-partition",
         description="Summarise a data directory (or one partition directory) per "
         "topic-partition, read-only: sizes, segments, batches and records, offsets and time "
@@ -127,10 +126,6 @@ def add_parser(commands) -> None:
         parser.add_argument(
             "--plot", metavar="FILE.png", help="draw records and bytes over time per partition"
         )
-
-
-def run(args: argparse.Namespace) -> int:
-    return guarded("stats", lambda: _run(args))
 
 
 def _run(args: argparse.Namespace) -> int:

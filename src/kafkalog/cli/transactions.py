@@ -22,7 +22,6 @@ from .operate import (
     EXIT_PROBLEMS,
     bounded_int,
     format_time,
-    guarded,
     logs_in_progress,
     now_ms,
     operator_parser,
@@ -102,7 +101,7 @@ def add_parser(commands) -> None:
     with operator_parser(
         commands,
         "transactions",
-        run=run,
+        body=_run,
         summary="aborted and open (hanging) transactions per partition",
         description="List the aborted and the open (hanging) transactions of every partition, "
         "with producer ids, epochs and offsets, from the logs' transactional batches and "
@@ -121,10 +120,6 @@ def add_parser(commands) -> None:
         parser.add_argument(
             "--now-ms", type=bounded_int(0), metavar="MS", help="the time to judge ages by"
         )
-
-
-def run(args: argparse.Namespace) -> int:
-    return guarded("transactions", lambda: _run(args))
 
 
 def _run(args: argparse.Namespace) -> int:
