@@ -55,6 +55,18 @@ class _FileWindow:
         return None
 
 
+def _close_windows(value: Any) -> None:
+    """Close every segment window in an answer that will not be sent."""
+    if isinstance(value, FileRecords):
+        value.close()
+    elif isinstance(value, dict):
+        for item in value.values():
+            _close_windows(item)
+    elif isinstance(value, list):
+        for item in value:
+            _close_windows(item)
+
+
 class Connection:
     def __init__(
         self,
@@ -148,7 +160,13 @@ class Connection:
             return False
         if response is None:  # Produce with acks=0: no answer at all
             return True
-        parts = encode_response(header.api_key, header.api_version, header.correlation_id, response)
+        try:
+            parts = encode_response(
+                header.api_key, header.api_version, header.correlation_id, response
+            )
+        except BaseException:
+            _close_windows(response)  # the answer will not go out: release its descriptors
+            raise
         await self._send(parts)
         return True
 
