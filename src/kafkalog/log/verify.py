@@ -1,5 +1,5 @@
 """``verify``: check a broker's data directory, one partition directory or one file against Kafka's
-rules, and report every problem where it is (our issues #4 and #6).
+rules, and report every problem where it is.
 
 Users point kafkalog at a dead broker's disk, so verify only reads: files are opened O_RDONLY or
 mapped read-only, nothing is created, renamed or truncated, and what Kafka's loader would do on
