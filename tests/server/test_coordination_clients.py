@@ -150,12 +150,15 @@ def test_kafka_python_group_shares_partitions_and_resumes_from_commits(server):
             session_timeout_ms=6000, heartbeat_interval_ms=300,
         )  # fmt: skip
 
-    consumers = [consumer(), consumer()]
-    for c in consumers:  # each client knows the topic's partitions before its first join, so the
-        # leader's range assignor never assigns from empty metadata (a kafka-python race)
+    def knowing_the_topic(c):
+        # The client learns the topic's partitions before its first join, so as the group's
+        # leader its range assignor never assigns from empty metadata (a kafka-python race).
         deadline = time.monotonic() + 20
         while c.partitions_for_topic(topic) != {0, 1, 2, 3} and time.monotonic() < deadline:
             time.sleep(0.1)
+        return c
+
+    consumers = [knowing_the_topic(consumer()), knowing_the_topic(consumer())]
     seen: set[bytes] = set()
     lock, stop, committed = threading.Lock(), threading.Event(), []
 
@@ -188,7 +191,7 @@ def test_kafka_python_group_shares_partitions_and_resumes_from_commits(server):
     for t in threads:
         t.join(30)
     assert produced <= seen and shares == [2, 2] and len(committed) == 2
-    three = consumer()
+    three = knowing_the_topic(consumer())
     extra = []
     deadline = time.monotonic() + 40
     while time.monotonic() < deadline and len(three.assignment()) < 4:
