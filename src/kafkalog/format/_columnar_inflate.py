@@ -30,6 +30,11 @@ _LZ4, _SNAPPY = 3, 2
 _U32LE = struct.Struct("<I")
 _RAW = 0x80000000
 _HEADER_CACHE = 64  # lz4 frame headers remembered (clients write one or two kinds)
+# The common shapes, read in one call: an lz4 frame header without a content size and its first
+# block's size word; a xerial header and its first block's length.
+_LZ4_HEAD = struct.Struct("<IBBBI")
+_XERIAL_HEAD = struct.Struct(">Q8xi")
+_XERIAL_MAGIC = int.from_bytes(_snappy.XERIAL_MAGIC, "big")
 
 
 class Inflater:
@@ -39,7 +44,10 @@ class Inflater:
 
     def __init__(self) -> None:
         self._out = np.empty(0, np.uint8)
+        self._view = memoryview(self._out)  # kept: making a view of an array costs a call
         self._lz4_headers: dict[tuple[bytes, int], tuple[int, int, int]] = {}
+        # (FLG, BD, HC, magic) of checked headers without content size or block checksums
+        self._lz4_plain: dict[tuple[int, int, int, int], int] = {}
 
     def inflate(self, codec: int, data: memoryview, magic: int, max_size: int):
         """``data`` decompressed (bytes or a memoryview into the buffer)."""
@@ -54,7 +62,7 @@ class Inflater:
             n = None
         if n is None:
             return decompress(codec, data, magic=magic, max_size=max_size)
-        return memoryview(self._out)[:n]
+        return self._view[:n]
 
     def _room(self, need: int, keep: int) -> memoryview:
         """The buffer, grown to at least ``need`` bytes keeping its first ``keep``. A new array
@@ -63,9 +71,30 @@ class Inflater:
             grown = np.empty(max(need, 2 * len(self._out)), np.uint8)
             grown[:keep] = self._out[:keep]
             self._out = grown
-        return memoryview(self._out)
+            self._view = memoryview(grown)
+        return self._view
 
     def _lz4(self, view: memoryview, magic: int, max_size: int) -> int | None:
+        """One compressed block between a known header and the end mark (what Kafka's clients
+        write for a batch up to the block size) in a few steps; anything else by _lz4_frame."""
+        size = len(view)
+        if size >= 15:
+            found, flg, bd, hc, word = _LZ4_HEAD.unpack_from(view)
+            max_block = self._lz4_plain.get((flg, bd, hc, magic))
+            end = 11 + word  # a compressed block's end (the raw bit, if set, makes it huge)
+            if (
+                max_block is not None
+                and found == _lz4.MAGIC
+                and word <= max_block
+                and size - end == (8 if flg & _lz4._FLG_CONTENT_CHECKSUM else 4)
+                and _U32LE.unpack_from(view, end)[0] == 0
+            ):
+                room = min(max_block, _lz4._MAX_EXPANSION * word + _lz4._EXPANSION_SLACK, max_size)
+                out = self._view if len(self._out) >= room else self._room(room, 0)
+                return cramjam.lz4.decompress_block_into(view[11:end], out[:room])
+        return self._lz4_frame(view, magic, max_size)
+
+    def _lz4_frame(self, view: memoryview, magic: int, max_size: int) -> int | None:
         size = len(view)
         if size < 7:
             return None
@@ -75,7 +104,11 @@ class Inflater:
             known = _lz4._read_header(view, magic)  # CorruptRecordError: the codec's path
             if len(self._lz4_headers) >= _HEADER_CACHE:
                 self._lz4_headers.clear()
+                self._lz4_plain.clear()
             self._lz4_headers[header] = known
+            pos, flg, max_block = known
+            if pos == 7 and not flg & _lz4._FLG_BLOCK_CHECKSUM:
+                self._lz4_plain[(flg, view[5], view[6], magic)] = max_block
         pos, flg, max_block = known
         checksum = 4 if flg & _lz4._FLG_BLOCK_CHECKSUM else 0
         total = 0
@@ -105,6 +138,30 @@ class Inflater:
         return total
 
     def _snappy(self, view: memoryview, max_size: int) -> int | None:
+        """A xerial stream of one block (what Kafka's clients write for a batch up to 32 KiB)
+        in a few steps; anything else by _snappy_stream."""
+        size = len(view)
+        if size >= 23:
+            magic, length = _XERIAL_HEAD.unpack_from(view)
+            if magic == _XERIAL_MAGIC and length == size - 20:
+                b0, b1, b2 = view[20], view[21], view[22]
+                if b0 < 0x80:
+                    n = b0
+                elif b1 < 0x80:
+                    n = (b0 & 0x7F) | b1 << 7
+                elif b2 < 0x80:
+                    n = (b0 & 0x7F) | (b1 & 0x7F) << 7 | b2 << 14
+                else:
+                    return self._snappy_stream(view, max_size)
+                if n > _snappy._MAX_EXPANSION * length + _snappy._EXPANSION_SLACK or n > max_size:
+                    return None
+                out = self._view if len(self._out) >= n else self._room(n, 0)
+                if cramjam.snappy.decompress_raw_into(view[20:], out[:n]) != n:
+                    return None
+                return n
+        return self._snappy_stream(view, max_size)
+
+    def _snappy_stream(self, view: memoryview, max_size: int) -> int | None:
         if bytes(view[:8]) == _snappy.XERIAL_MAGIC:
             blocks = _snappy._xerial_blocks(view)
         else:
