@@ -20,6 +20,7 @@ Then Spark writes a generated DataFrame with ``df.write.format("kafkalog")`` (lz
 against a do-nothing Arrow writer over the same DataFrame in the same run.
 
 Usage: python benchmarks/spark_scan.py [--gb 1.0] [--repeat 3] [--warmup 2] [--json out.json]
+       [--no-write] [--java-options "-D..."]
 """
 
 from __future__ import annotations
@@ -216,6 +217,12 @@ def main() -> int:
     parser.add_argument("--json")
     parser.add_argument("--dir", default=None, help="where to generate (default: a temp dir)")
     parser.add_argument("--no-write", action="store_true", help="measure the scans only")
+    parser.add_argument(
+        "--java-options",
+        default="",
+        help="extra JVM options of the local Spark (spark.driver.extraJavaOptions), e.g. "
+        "Arrow's -Darrow.enable_unsafe_memory_access=true",
+    )
     args = parser.parse_args()
 
     from pyspark.sql import SparkSession
@@ -238,17 +245,21 @@ def main() -> int:
         def writer(self, schema, overwrite):
             return NullWriter()
 
-    spark = (
+    builder = (
         SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false").getOrCreate()
+        .config("spark.ui.showConsoleProgress", "false")
     )  # fmt: skip
+    if args.java_options:
+        builder = builder.config("spark.driver.extraJavaOptions", args.java_options)
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     kafkalog.spark.register(spark)
     spark.dataSource.register(NullSource)
     spark.dataSource.register(ceiling_source())
     base = Path(args.dir or tempfile.mkdtemp(prefix="kafkalog-bench-"))
     results: dict = {"gb": args.gb, "cpus": os.cpu_count(), "warmup": args.warmup,
-                     "repeat": args.repeat, "load_before": os.getloadavg()}  # fmt: skip
+                     "repeat": args.repeat, "java_options": args.java_options,
+                     "load_before": os.getloadavg()}  # fmt: skip
     try:
         for codec in ("none", "lz4"):
             root = base / codec
