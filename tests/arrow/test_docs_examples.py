@@ -1,5 +1,5 @@
-"""Every Python example of docs/arrow.md runs, on a data directory written for it (examples
-needing pandas, Polars or DuckDB are skipped when those are not installed)."""
+"""Every Python example of docs/arrow.md runs, on a data directory written for it (the test
+extra installs pandas, Polars and DuckDB; on a machine without them, their examples skip)."""
 
 from __future__ import annotations
 
