@@ -115,8 +115,8 @@ def spark_cpu_seconds() -> dict[str, float]:
 
 
 def plan(root: Path) -> list:
-    from kafkalog.spark.options import parse_read_options
-    from kafkalog.spark.reader import open_selected, plan_input_partitions, resolve_ranges
+    from kafkalog.table.options import parse_read_options
+    from kafkalog.table.reader import open_selected, plan_input_partitions, resolve_ranges
 
     options = parse_read_options({"path": str(root)})
     logs = open_selected(options)
@@ -129,7 +129,7 @@ def plan(root: Path) -> list:
 
 def decode_alone(parts: list) -> tuple[float, int]:
     """Seconds to decode ``parts`` with read_partition in this process, and the row count."""
-    from kafkalog.spark.reader import read_partition
+    from kafkalog.table.reader import read_partition
 
     t, rows = time.perf_counter(), 0
     for part in parts:
@@ -144,7 +144,7 @@ def ceiling_source():
     from pyspark.sql.datasource import DataSourceReader
 
     from kafkalog.spark.datasource import KafkaLogDataSource
-    from kafkalog.spark.options import parse_read_options
+    from kafkalog.table.options import parse_read_options
 
     class CeilingReader(DataSourceReader):
         def __init__(self, path: str) -> None:
@@ -154,7 +154,7 @@ def ceiling_source():
             return plan(Path(self.path))
 
         def read(self, partition):
-            from kafkalog.spark.reader import read_partition
+            from kafkalog.table.reader import read_partition
 
             for part in getattr(partition, "parts", [partition]):
                 batch = next(read_partition(part))

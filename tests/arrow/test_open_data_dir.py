@@ -12,8 +12,8 @@ from arrow_data import T0, kp_records, write_topics, write_transactions
 
 import kafkalog.arrow
 from kafkalog.errors import KafkalogError
-from kafkalog.spark.options import OptionError
-from kafkalog.spark.planner import DataLossError
+from kafkalog.table.options import OptionError
+from kafkalog.table.planner import DataLossError
 
 PER_PARTITION = 25
 

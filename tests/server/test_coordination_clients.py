@@ -390,8 +390,8 @@ def test_state_survives_a_restart_and_the_directory_verifies(server, data_dir):
 
 
 def spark_source_values(data_dir: Path, topic: str, isolation: str) -> list[bytes]:
-    from kafkalog.spark.options import parse_read_options
-    from kafkalog.spark.reader import (
+    from kafkalog.table.options import parse_read_options
+    from kafkalog.table.reader import (
         open_selected,
         plan_input_partitions,
         read_partition,

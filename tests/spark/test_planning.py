@@ -11,10 +11,10 @@ import pyarrow as pa
 import pytest
 
 from kafkalog.format.partitioner import murmur2, partition_for_key
-from kafkalog.spark.options import OptionError, parse_read_options, parse_write_options
-from kafkalog.spark.partitioning import StickyPartitioner, murmur2_array, partitions_for_keys
-from kafkalog.spark.planner import DataLossError
-from kafkalog.spark.reader import (
+from kafkalog.table.options import OptionError, parse_read_options, parse_write_options
+from kafkalog.table.partitioning import StickyPartitioner, murmur2_array, partitions_for_keys
+from kafkalog.table.planner import DataLossError
+from kafkalog.table.reader import (
     open_selected,
     plan_input_partitions,
     read_partition,
@@ -224,8 +224,8 @@ def test_memory_per_task_is_bounded(tmp_path):
     del chunk
     code = f"""
 import resource, sys
-from kafkalog.spark.options import parse_read_options
-from kafkalog.spark.reader import (open_selected, plan_input_partitions, read_partition,
+from kafkalog.table.options import parse_read_options
+from kafkalog.table.reader import (open_selected, plan_input_partitions, read_partition,
                                    resolve_ranges)
 o = parse_read_options({{"path": {str(tmp_path)!r}, "minpartitions": "1"}})
 logs = open_selected(o)
@@ -244,7 +244,7 @@ print(rows, (after - before) // 1024)
 
 
 def test_small_ranges_are_packed_into_enough_tasks_for_the_cores(tmp_path, monkeypatch):
-    from kafkalog.spark import reader
+    from kafkalog.table import reader
 
     monkeypatch.setattr(reader, "PACK_BELOW", 4096)
     monkeypatch.setattr(reader, "PACK_UP_TO", 1 << 20)

@@ -14,10 +14,10 @@ from kafkalog.errors import CorruptRecordError
 from kafkalog.format import MemoryRecordsBuilder
 from kafkalog.log.manager import LogManager
 from kafkalog.log.naming import TopicPartition
-from kafkalog.spark import reader
-from kafkalog.spark.options import parse_read_options
-from kafkalog.spark.reader import KafkaInputPartition, read_partition
-from kafkalog.spark.schema import arrow_schema
+from kafkalog.table import reader
+from kafkalog.table.options import parse_read_options
+from kafkalog.table.reader import KafkaInputPartition, read_partition
+from kafkalog.table.schema import arrow_schema
 
 kafka_records = pytest.importorskip("kafka.record.memory_records")
 

@@ -249,8 +249,8 @@ def test_available_now_and_streaming_sink_exactly_once(spark, tmp_path):
     assert back.count() == 400
     assert back.select("value").distinct().count() == 400
     # A replayed micro-batch (same id) is skipped by the sink's commit.
-    from kafkalog.spark.options import parse_write_options
     from kafkalog.spark.writer import KafkaLogStreamWriter
+    from kafkalog.table.options import parse_write_options
 
     schema = back.select("value").schema
     sink = KafkaLogStreamWriter(

@@ -296,7 +296,7 @@ def warn_unindexed_aborts(
     """Warn, once per segment, where read_committed returns aborted records because a
     segment's ``.txnindex`` is missing (Kafka's fetch reads only the index, so do we)."""
     from ..log.verify_txn import unindexed_aborts
-    from ..spark.planner import discover
+    from ..table.planner import discover
 
     directories = discover(data_dirs)
     for tp, (start, end) in ranges.items():

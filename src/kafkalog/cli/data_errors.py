@@ -37,7 +37,7 @@ def _cli_words(text: str) -> str:
 def exit_status(command: str, error: BaseException) -> int:
     """Report ``error`` on stderr and return its exit status."""
     from ..log.manager import DataDirLockedError
-    from ..spark.options import OptionError
+    from ..table.options import OptionError
 
     if isinstance(error, OptionError):
         report(command, error)

@@ -23,7 +23,7 @@ from ..format.validator_types import AppendOrigin
 from ..log.log import Log
 from ..log.manager import LogManager
 from ..log.naming import TopicPartition
-from ..spark.partitioning import StickyPartitioner
+from ..table.partitioning import StickyPartitioner
 from .record_json import InputRecord, RecordFormatError
 
 __all__ = ["PartitionWriter"]

@@ -37,15 +37,15 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from .options import OptionError, parse_read_options, parse_write_options
-from .reader import (
+from ..table.options import OptionError, parse_read_options, parse_write_options
+from ..table.reader import (
     OffsetRange,
     open_selected,
     plan_input_partitions,
     read_partition,
     resolve_ranges,
 )
-from .schema import arrow_schema, spark_schema_ddl
+from ..table.schema import arrow_schema, spark_schema_ddl
 
 __all__ = ["KafkaLogDataSource"]
 
@@ -216,7 +216,7 @@ class PushdownReader(KafkaLogReader):
 
 
 def _make_empty():
-    from .reader import KafkaInputPartition
+    from ..table.reader import KafkaInputPartition
 
     return KafkaInputPartition("", 0, None, 0, 0, 0, 0)
 

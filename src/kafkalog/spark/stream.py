@@ -22,9 +22,9 @@ from pyspark.sql.streaming.datasource import (
 )
 
 from ..log.naming import TopicPartition
-from .options import ReadOptions
-from .planner import data_loss
-from .reader import (
+from ..table.options import ReadOptions
+from ..table.planner import data_loss
+from ..table.reader import (
     OffsetRange,
     _resolve,
     open_selected,

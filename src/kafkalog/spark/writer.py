@@ -35,8 +35,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import KafkalogError
-from .options import OptionError, WriteOptions
-from .schema import SINK_COLUMNS
+from ..table.options import OptionError, WriteOptions
+from ..table.schema import SINK_COLUMNS
 
 try:
     from pyspark.sql.datasource import (
@@ -172,7 +172,7 @@ class _TaskWriter:
                 self._flush(tp)
 
     def _default_partitions(self, topic, count, keys, values, todo, partitions) -> None:
-        from .partitioning import StickyPartitioner, partitions_for_keys
+        from ..table.partitioning import StickyPartitioner, partitions_for_keys
 
         if keys is not None:
             keyed = todo & np.asarray(keys.is_valid())
@@ -247,7 +247,7 @@ def _millis(ts: pa.Array) -> pa.Array:
 
 def existing_partitions(path: str, topic: str) -> int:
     """The partition count of ``topic`` in data directory ``path`` (0 if absent)."""
-    from .planner import discover
+    from ..table.planner import discover
 
     if not os.path.isdir(path):
         return 0
@@ -274,7 +274,7 @@ def commit_staged(options: WriteOptions, messages, *, overwrite: bool, before_ap
     under the lock first (the streaming sink's bookkeeping). On failure nothing stays appended."""
     from ..log.manager import LogManager
     from ..log.naming import TopicPartition
-    from .reader import iter_chunks
+    from ..table.reader import iter_chunks
 
     staged = [m for m in messages if m is not None]
     written: dict[tuple[str, int], list[str]] = {}
