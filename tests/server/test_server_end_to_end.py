@@ -54,10 +54,17 @@ def batches_on_disk(data_dir, topic: str) -> list:
     return found
 
 
-def test_two_members_rebalance_commit_and_cover_every_record(served):
-    topic, group = "grouped", f"g-{uuid.uuid4()}"
+@pytest.fixture(scope="module")
+def grouped(served):
+    """400 values produced to ``grouped``, once, for the group test and the Spark test."""
     values = [b"g%04d" % i for i in range(400)]
-    produce(served.bootstrap, topic, values)
+    produce(served.bootstrap, "grouped", values)
+    return values
+
+
+def test_two_members_rebalance_commit_and_cover_every_record(served, grouped):
+    topic, group = "grouped", f"g-{uuid.uuid4()}"
+    values = grouped
     conf = {"bootstrap.servers": served.bootstrap, "group.id": group,
             "auto.offset.reset": "earliest", "enable.auto.commit": False,
             "session.timeout.ms": 6000, "heartbeat.interval.ms": 500}  # fmt: skip
@@ -159,7 +166,11 @@ def read_all(bootstrap: str, topic: str, isolation: str) -> list[bytes]:
     return out
 
 
-def test_transactions_commit_and_abort_with_both_isolation_levels(served):
+@pytest.fixture(scope="module")
+def transactions(served):
+    """Three transactions of one transactional producer over every partition of ``transactional``
+    (commit 10, abort 7, commit 5): (the committed values, every value). Made once, for the test
+    that reads them back through clients and the one that reads them through Spark."""
     topic = "transactional"
     producer = ck.Producer({"bootstrap.servers": served.bootstrap,
                             "transactional.id": f"tx-{uuid.uuid4()}", "linger.ms": 5})  # fmt: skip
@@ -178,6 +189,12 @@ def test_transactions_commit_and_abort_with_both_isolation_levels(served):
         else:
             producer.flush(30)
             producer.abort_transaction(30)
+    return committed, everything
+
+
+def test_transactions_commit_and_abort_with_both_isolation_levels(served, transactions):
+    topic = "transactional"
+    committed, everything = transactions
     assert sorted(read_all(served.bootstrap, topic, "read_committed")) == sorted(committed)
     assert sorted(read_all(served.bootstrap, topic, "read_uncommitted")) == sorted(everything)
     kp = kafka.KafkaConsumer(bootstrap_servers=served.bootstrap, isolation_level="read_committed",
@@ -259,7 +276,7 @@ def test_the_directory_after_shutdown_verifies_clean(served):
 
 
 @pytest.mark.slow
-def test_spark_reads_the_served_records(served):
+def test_spark_reads_the_served_records(served, grouped, transactions):
     pyspark = pytest.importorskip("pyspark")
     if served.proc.poll() is None:
         served.stop()
@@ -284,6 +301,7 @@ def test_spark_reads_the_served_records(served):
     reader = spark.read.format("kafkalog").option("subscribe", "transactional")
     df = reader.option("kafka.isolation.level", "read_committed").load(str(served.data_dir))
     values = sorted(bytes(r.value) for r in df.select("value").collect())
-    assert values == sorted([b"t0-%d" % i for i in range(10)] + [b"t2-%d" % i for i in range(5)])
-    grouped = spark.read.format("kafkalog").option("subscribe", "grouped")
-    assert grouped.load(str(served.data_dir)).count() == 400
+    assert values == sorted(transactions[0])  # the committed ones: read_committed, as Kafka's
+    assert len(values) == 15
+    rows = spark.read.format("kafkalog").option("subscribe", "grouped")
+    assert rows.load(str(served.data_dir)).count() == len(grouped)
