@@ -328,8 +328,11 @@ class ColumnarDecoder:
         b = self._acquire(end, max_rows)
         pos = 0
         yielded = False
+        inflate = self._inflater.inflate  # compressed v2 batches inflate inside decode_entries
         while True:
-            result = kernels.decode_entries(b.sink, view, pos, end, lo, hi, max_rows, flags)
+            result = kernels.decode_entries(
+                b.sink, view, pos, end, lo, hi, max_rows, flags, inflate, max_decompressed_size
+            )
             status = result[0]
             if status == A.ERROR:
                 raise kernel_error(result, ctx)

@@ -378,8 +378,66 @@ def decode_entries(
     end_offset: int,
     max_rows: int,
     flags: int,
+    inflate=None,
+    max_size: int | None = None,
 ) -> tuple:
-    """Walk log entries from ``pos``, appending uncompressed records; stop at a status."""
+    """Walk log entries from ``pos``, appending uncompressed records; stop at a status. With
+    ``inflate`` (the driver's ``Inflater.inflate``) and a byte memoryview, compressed v2 batches
+    are inflated and appended on the way; one that raises or does not decode is left to the driver
+    (DECOMPRESS), which redoes it and reports what is wrong with its context."""
+    if not isinstance(buf, memoryview) or buf.ndim != 1 or buf.itemsize != 1:
+        inflate = None
+    while True:
+        result = _walk_entries(sink, buf, pos, end, start_offset, end_offset, max_rows, flags)
+        if result[0] != A.DECOMPRESS or inflate is None or buf[result[1] + 16] != 2:
+            return result
+        if not _inflate_v2_batch(sink, buf, result[1], start_offset, end_offset, inflate, max_size):
+            return result
+        pos = result[1] + 12 + _be(buf, result[1] + 8, 4)
+
+
+def _inflate_v2_batch(sink, buf, pos, start_offset, end_offset, inflate, max_size) -> bool:
+    """The compiled twin's inflate_v2_batch: True when the batch's records were appended."""
+    entry_end = pos + 12 + _be(buf, pos + 8, 4)
+    attributes = _be(buf, pos + 21, 2)
+    if attributes & 0x07 > 4:
+        return False
+    try:
+        data = inflate(attributes & 0x07, buf[pos + 61 : entry_end], 2, max_size)
+    except Exception:
+        return False
+    saved = _save(sink)
+    result = decode_records_v2(
+        sink,
+        data,
+        _be(buf, pos + 57, 4),
+        _be(buf, pos, 8),
+        _be(buf, pos + 27, 8),
+        _be(buf, pos + 35, 8),
+        attributes,
+        _be(buf, pos + 53, 4),
+        _be(buf, pos + 43, 8),
+        _be(buf, pos + 51, 2),
+        _be(buf, pos + 12, 4),
+        start_offset,
+        end_offset,
+    )
+    if result[0] != A.END:
+        _restore(sink, saved)
+        return False
+    return True
+
+
+def _walk_entries(
+    sink: Sink,
+    buf,
+    pos: int,
+    end: int,
+    start_offset: int,
+    end_offset: int,
+    max_rows: int,
+    flags: int,
+) -> tuple:
     buf = memoryview(buf).cast("B") if not isinstance(buf, memoryview) else buf
     v = sink.views
     st = v[A.STATE]

@@ -30,7 +30,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define ABI_VERSION 2
+#define ABI_VERSION 3
 
 /* output slots */
 enum {
