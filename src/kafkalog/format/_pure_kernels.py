@@ -396,6 +396,22 @@ def decode_entries(
         pos = result[1] + 12 + _be(buf, result[1] + 8, 4)
 
 
+def _batch_header(buf, pos: int) -> tuple:
+    """(count, base offset, base timestamp, max timestamp, attributes, base sequence, producer id,
+    producer epoch, partition leader epoch) of the v2 batch at ``pos``, in the records' order."""
+    return (
+        _be(buf, pos + 57, 4),
+        _be(buf, pos, 8),
+        _be(buf, pos + 27, 8),
+        _be(buf, pos + 35, 8),
+        _be(buf, pos + 21, 2),
+        _be(buf, pos + 53, 4),
+        _be(buf, pos + 43, 8),
+        _be(buf, pos + 51, 2),
+        _be(buf, pos + 12, 4),
+    )
+
+
 def _inflate_v2_batch(sink, buf, pos, start_offset, end_offset, inflate, max_size) -> bool:
     """The compiled twin's inflate_v2_batch: True when the batch's records were appended."""
     entry_end = pos + 12 + _be(buf, pos + 8, 4)
@@ -407,21 +423,8 @@ def _inflate_v2_batch(sink, buf, pos, start_offset, end_offset, inflate, max_siz
     except Exception:
         return False
     saved = _save(sink)
-    result = decode_records_v2(
-        sink,
-        data,
-        _be(buf, pos + 57, 4),
-        _be(buf, pos, 8),
-        _be(buf, pos + 27, 8),
-        _be(buf, pos + 35, 8),
-        attributes,
-        _be(buf, pos + 53, 4),
-        _be(buf, pos + 43, 8),
-        _be(buf, pos + 51, 2),
-        _be(buf, pos + 12, 4),
-        start_offset,
-        end_offset,
-    )
+    count, base_offset, *fields = _batch_header(buf, pos)
+    result = decode_records_v2(sink, data, count, base_offset, *fields, start_offset, end_offset)
     if result[0] != A.END:
         _restore(sink, saved)
         return False
@@ -483,23 +486,8 @@ def _walk_entries(
                         return (A.DECOMPRESS, pos, 0, 0, 0, 0, pos)
                     pos = entry_end
                     continue
-                _records_v2(
-                    sink,
-                    buf,
-                    pos + 61,
-                    entry_end,
-                    count,
-                    offset,
-                    _be(buf, pos + 27, 8),
-                    _be(buf, pos + 35, 8),
-                    attributes,
-                    _be(buf, pos + 53, 4),
-                    _be(buf, pos + 43, 8),
-                    _be(buf, pos + 51, 2),
-                    _be(buf, pos + 12, 4),
-                    start_offset,
-                    end_offset,
-                )
+                fields = _batch_header(buf, pos)
+                _records_v2(sink, buf, pos + 61, entry_end, *fields, start_offset, end_offset)
             else:
                 if size < _min_legacy_size(magic):
                     return (A.ERROR, pos, A.E_LEGACY_MSG_SIZE, size, magic, 0, pos)

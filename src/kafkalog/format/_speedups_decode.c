@@ -98,6 +98,19 @@ PyTypeObject kl_SinkType = {
 
 
 /* -- decode_entries --------------------------------------------------------------------------- */
+/* The fields of the v2 batch header at b[pos] that its records need, keeping [start_off, end_off). */
+static inline batch_t batch_header(const uint8_t *b, Py_ssize_t pos, int64_t start_off,
+                                   int64_t end_off) {
+    batch_t bt = {
+        .base_offset = be64(b + pos), .base_ts = be64(b + pos + 27), .max_ts = be64(b + pos + 35),
+        .base_seq = be32(b + pos + 53), .producer_id = be64(b + pos + 43),
+        .start_off = start_off, .end_off = end_off, .count = be32(b + pos + 57),
+        .leader_epoch = be32(b + pos + 12), .producer_epoch = be16(b + pos + 51),
+        .attributes = be16(b + pos + 21),
+    };
+    return bt;
+}
+
 static void decode_entries_impl(SinkObject *s, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end,
                                 int64_t start_off, int64_t end_off, int64_t max_rows, int flags,
                                 result_t *r) {
@@ -144,13 +157,9 @@ static void decode_entries_impl(SinkObject *s, const uint8_t *b, Py_ssize_t pos,
                 pos = entry_end;
                 continue;
             }
-            batch_t bt = {
-                .base_offset = offset, .base_ts = be64(b + pos + 27), .max_ts = be64(b + pos + 35),
-                .base_seq = be32(b + pos + 53), .producer_id = be64(b + pos + 43),
-                .start_off = start_off, .end_off = end_off, .count = count,
-                .leader_epoch = be32(b + pos + 12), .producer_epoch = be16(b + pos + 51),
-                .attributes = attributes, .ahead = validate ? entry_end - pos : 0, .limit = end,
-            };
+            batch_t bt = batch_header(b, pos, start_off, end_off);
+            bt.ahead = validate ? entry_end - pos : 0;
+            bt.limit = end;
             rc = kl_records_v2(s, b, pos + 61, entry_end, &bt, r);
         } else {
             if (size < legacy_min_size(magic)) {
@@ -230,13 +239,7 @@ static int inflate_v2_batch(SinkObject *s, PyObject *input, const uint8_t *b, Py
         Py_DECREF(data);
         goto failed;
     }
-    batch_t bt = {
-        .base_offset = be64(b + pos), .base_ts = be64(b + pos + 27), .max_ts = be64(b + pos + 35),
-        .base_seq = be32(b + pos + 53), .producer_id = be64(b + pos + 43),
-        .start_off = start_off, .end_off = end_off, .count = be32(b + pos + 57),
-        .leader_epoch = be32(b + pos + 12), .producer_epoch = be16(b + pos + 51),
-        .attributes = attributes,
-    };
+    batch_t bt = batch_header(b, pos, start_off, end_off);
     int64_t *st = s->p[S_STATE], saved[STATE_SIZE];
     memcpy(saved, st, sizeof(saved));
     result_t r = {END, out.len, 0, 0, 0, 0, 0};
