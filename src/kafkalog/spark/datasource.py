@@ -32,6 +32,7 @@ from pyspark.sql.datasource import (
     GreaterThan,
     GreaterThanOrEqual,
     In,
+    InputPartition,
     LessThan,
     LessThanOrEqual,
 )
@@ -115,12 +116,12 @@ class KafkaLogReader(DataSourceReader):
         finally:
             for log in logs.values():
                 log.close()
-        return parts or [_EMPTY]
+        return [InputPartition(p) for p in parts] or [InputPartition(None)]
 
     def read(self, partition):
-        if partition.path is None:  # the no-work partition of an empty plan
+        if partition.value is None:  # the no-work partition of an empty plan
             return iter(())
-        return read_partition(partition)
+        return read_partition(partition.value)
 
 
 def _millis(value) -> int | None:
@@ -213,12 +214,3 @@ class PushdownReader(KafkaLogReader):
         for f in filters:
             if not self.constraints.push(f):
                 yield f
-
-
-def _make_empty():
-    from ..table.reader import KafkaInputPartition
-
-    return KafkaInputPartition("", 0, None, 0, 0, 0, 0)
-
-
-_EMPTY = _make_empty()

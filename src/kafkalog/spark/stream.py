@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 
-from pyspark.sql.datasource import DataSourceStreamReader
+from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import (
     ReadAllAvailable,
     ReadMaxRows,
@@ -140,13 +140,14 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                     s = log.log_start_offset  # fmt: skip
                 if e > s:
                     ranges.append(OffsetRange(tp, s, e))
-            return plan_input_partitions(self.options, logs, ranges)
+            parts = plan_input_partitions(self.options, logs, ranges)
         finally:
             for log in logs.values():
                 log.close()
+        return [InputPartition(p) for p in parts]
 
     def read(self, partition):
-        return read_partition(partition)
+        return read_partition(partition.value)
 
     def commit(self, end: dict) -> None:
         pass

@@ -44,13 +44,8 @@ PIECE_MAX_ROWS = 4 * TARGET_ROWS  # a piece of highly compressed batches is cut 
 _ENTRY = struct.Struct(">qi")
 _MIN_ENTRY = 26  # the smallest message set entry (a v0 message with no key or value)
 
-try:  # pyspark is only needed on the Spark side; planning and read() run without it
-    from pyspark.sql.datasource import InputPartition as _Base
-except ImportError:  # pragma: no cover
-    _Base = object
 
-
-class KafkaInputPartition(_Base):
+class KafkaInputPartition:
     """One task's work: bytes ``[start_position, end_position)`` of segment ``path`` of
     ``topic``-``partition``, keeping offsets ``[start_offset, end_offset)``."""
 
@@ -258,7 +253,7 @@ def _split_offsets(part: KafkaInputPartition, pieces: int) -> list[KafkaInputPar
     ]  # fmt: skip
 
 
-class PackedInputPartition(_Base):
+class PackedInputPartition:
     """Several small input partitions read by one task (many small segments would otherwise
     cost a task each)."""
 
