@@ -141,7 +141,7 @@ def decode_alone(parts: list) -> tuple[float, int]:
 def ceiling_source():
     """A source with kafkalog's schema and input partitions whose read() yields one decoded
     Arrow batch over and over (as many rows as the partition holds): Spark's own cost."""
-    from pyspark.sql.datasource import DataSourceReader
+    from pyspark.sql.datasource import DataSourceReader, InputPartition
 
     from kafkalog.spark.datasource import KafkaLogDataSource
     from kafkalog.table.options import parse_read_options
@@ -150,13 +150,14 @@ def ceiling_source():
         def __init__(self, path: str) -> None:
             self.path = path
 
-        def partitions(self):
-            return plan(Path(self.path))
+        def partitions(self):  # wrapped as kafkalog's reader wraps its plan
+            return [InputPartition(p) for p in plan(Path(self.path))]
 
         def read(self, partition):
             from kafkalog.table.reader import read_partition
 
-            for part in getattr(partition, "parts", [partition]):
+            planned = partition.value
+            for part in getattr(planned, "parts", [planned]):
                 batch = next(read_partition(part))
                 left = part.end_offset - part.start_offset
                 while left > 0:
