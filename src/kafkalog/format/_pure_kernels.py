@@ -391,9 +391,9 @@ def decode_entries(
         result = _walk_entries(sink, buf, pos, end, start_offset, end_offset, max_rows, flags)
         if result[0] != A.DECOMPRESS or inflate is None or buf[result[1] + 16] != 2:
             return result
-        if not _inflate_v2_batch(sink, buf, result[1], start_offset, end_offset, inflate, max_size):
+        pos = _inflate_v2_batch(sink, buf, result[1], start_offset, end_offset, inflate, max_size)
+        if not pos:
             return result
-        pos = result[1] + 12 + _be(buf, result[1] + 8, 4)
 
 
 def _batch_header(buf, pos: int) -> tuple:
@@ -412,23 +412,23 @@ def _batch_header(buf, pos: int) -> tuple:
     )
 
 
-def _inflate_v2_batch(sink, buf, pos, start_offset, end_offset, inflate, max_size) -> bool:
-    """The compiled twin's inflate_v2_batch: True when the batch's records were appended."""
+def _inflate_v2_batch(sink, buf, pos, start_offset, end_offset, inflate, max_size) -> int:
+    """The compiled twin's inflate_v2_batch: the next entry's position once the batch's records
+    are appended, 0 when it is left to the driver."""
     entry_end = pos + 12 + _be(buf, pos + 8, 4)
     attributes = _be(buf, pos + 21, 2)
     if attributes & 0x07 > 4:
-        return False
+        return 0
     try:
         data = inflate(attributes & 0x07, buf[pos + 61 : entry_end], 2, max_size)
     except Exception:
-        return False
+        return 0
     saved = _save(sink)
-    count, base_offset, *fields = _batch_header(buf, pos)
-    result = decode_records_v2(sink, data, count, base_offset, *fields, start_offset, end_offset)
+    result = decode_records_v2(sink, data, *_batch_header(buf, pos), start_offset, end_offset)
     if result[0] != A.END:
         _restore(sink, saved)
-        return False
-    return True
+        return 0
+    return entry_end
 
 
 def _walk_entries(
@@ -441,6 +441,7 @@ def _walk_entries(
     max_rows: int,
     flags: int,
 ) -> tuple:
+    """decode_entries without inflating: stops at every compressed batch with DECOMPRESS."""
     buf = memoryview(buf).cast("B") if not isinstance(buf, memoryview) else buf
     v = sink.views
     st = v[A.STATE]

@@ -215,13 +215,13 @@ static void decode_entries_impl(SinkObject *s, const uint8_t *b, Py_ssize_t pos,
 /* The compressed v2 batch at ``pos`` (its CRC and count already checked by the walk), inflated
  * by the driver's ``inflate`` (Inflater.inflate, called with the arguments the driver would pass)
  * and its records appended, so that a run of compressed batches costs one Python call each
- * instead of a round trip through the driver. 1: done. 0: left to the driver, which redoes the
- * batch and reports anything wrong with its context (an unknown codec, an exception from
- * ``inflate``, a records error, a full buffer). -1: an exception that is not an Exception
- * (KeyboardInterrupt, SystemExit) stays raised. */
-static int inflate_v2_batch(SinkObject *s, PyObject *input, const uint8_t *b, Py_ssize_t pos,
-                            int64_t start_off, int64_t end_off, PyObject *inflate,
-                            PyObject *max_size) {
+ * instead of a round trip through the driver. Returns the next entry's position when done; 0
+ * to leave the batch to the driver, which redoes it and reports anything wrong with its context
+ * (an unknown codec, an exception from ``inflate``, a records error, a full buffer); -1 when an
+ * exception that is not an Exception (KeyboardInterrupt, SystemExit) stays raised. */
+static Py_ssize_t inflate_v2_batch(SinkObject *s, PyObject *input, const uint8_t *b,
+                                   Py_ssize_t pos, int64_t start_off, int64_t end_off,
+                                   PyObject *inflate, PyObject *max_size) {
     Py_ssize_t entry_end = pos + 12 + (Py_ssize_t)be32(b + pos + 8);
     int attributes = be16(b + pos + 21);
     if ((attributes & 0x07) > 4) return 0;
@@ -250,7 +250,7 @@ static int inflate_v2_batch(SinkObject *s, PyObject *input, const uint8_t *b, Py
     PyBuffer_Release(&out);
     Py_DECREF(data);
     if (rc) memcpy(st, saved, sizeof(saved));
-    return rc ? 0 : 1;
+    return rc ? 0 : entry_end;
 failed:
     if (!PyErr_ExceptionMatches(PyExc_Exception)) return -1;
     PyErr_Clear();
@@ -291,13 +291,14 @@ PyObject *kl_decode_entries(PyObject *mod, PyObject *const *args, Py_ssize_t nar
         decode_entries_impl(s, b, pos, end, start_off, end_off, max_rows, (int)flags, &r);
         Py_END_ALLOW_THREADS
         if (r.status != DECOMPRESS || !inflate || b[r.pos + 16] != 2) break;
-        int done = inflate_v2_batch(s, args[1], b, r.pos, start_off, end_off, inflate, args[9]);
-        if (done < 0) {
+        Py_ssize_t next = inflate_v2_batch(s, args[1], b, r.pos, start_off, end_off, inflate,
+                                           args[9]);
+        if (next < 0) {
             PyBuffer_Release(&in);
             return NULL;
         }
-        if (!done) break;
-        pos = r.pos + 12 + (Py_ssize_t)be32(b + r.pos + 8);
+        if (!next) break;
+        pos = next;
     }
     PyBuffer_Release(&in);
     return kl_result_tuple(&r);
