@@ -106,3 +106,55 @@ def test_compiled_crcs_match_zlib_and_crc32c_at_every_length_alignment_and_level
     finally:
         _speedups.set_crc_hardware(2)
     assert _speedups.crc_implementation()
+
+
+def test_compiled_message_crcs_match_zlib_at_every_length_and_level():
+    """The CRC-32 of magic 0/1 messages has a path of its own for messages of up to 256 bytes
+    (it reads the bytes before the message): every length from the smallest message to past
+    that limit, alone and inside a compressed wrapper, at every CRC code level; the messages and
+    their CRCs are kafka-python's, and a damaged message reports zlib's CRC of its bytes."""
+    if FORCED_PURE:
+        return
+    import random
+    import re
+    import zlib
+
+    import pytest
+    from kafka.record.legacy_records import LegacyRecordBatchBuilder
+
+    from kafkalog.errors import CorruptRecordError
+    from kafkalog.format import _speedups
+
+    rng = random.Random(11)
+    logs = []
+    for magic in (0, 1):
+        for codec in (0, 1):  # none, gzip
+            builder = LegacyRecordBatchBuilder(magic, codec, batch_size=1 << 30)
+            for i in range(300):
+                key = None if i % 3 == 0 else rng.randbytes(i % 5)
+                builder.append(
+                    i, timestamp=1_000 + i if magic else None, key=key, value=rng.randbytes(i)
+                )
+            logs.append((codec, bytes(builder.build())))
+    decoder = fast.ColumnarDecoder(kernels=_speedups)
+    top = _speedups.set_crc_hardware(2)
+    try:
+        for level in range(top + 1):
+            _speedups.set_crc_hardware(level)
+            for codec, data in logs:
+                assert decoder.decode(data, validate_crc=True).num_rows == 300
+                if codec:
+                    continue
+                pos = offset = 0
+                while pos < len(data):
+                    end = pos + 12 + int.from_bytes(data[pos + 8 : pos + 12], "big")
+                    bad = bytearray(data)
+                    bad[end - 1] ^= 0x21
+                    with pytest.raises(CorruptRecordError) as e:
+                        decoder.decode(bytes(bad), validate_crc=True)
+                    computed = int(re.search(r"computed crc = (\d+)", str(e.value)).group(1))
+                    assert computed == zlib.crc32(bytes(bad[pos + 16 : end])), (level, pos)
+                    assert e.value.offset == offset
+                    pos, offset = end, offset + 1
+    finally:
+        _speedups.set_crc_hardware(2)

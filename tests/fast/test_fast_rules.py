@@ -196,3 +196,26 @@ def test_arrays_are_zero_copy_views_of_reused_buffers():
     assert dec._buffers is third_buffers  # nothing exported any more: reused
     value_data = np.asarray(third_buffers.arrays[8])
     assert value_data.nbytes >= 100
+
+
+@pytest.mark.parametrize("name", TWINS)
+def test_a_legacy_message_whose_crc_fails_reports_the_crc_first(name):
+    """A message with a damaged CRC and a key length past its end is reported for its CRC, as
+    Kafka checks a message's CRC before reading it; the rows before it are not lost."""
+    b = MemoryRecordsBuilder(magic=1, base_offset=3)
+    for i in range(3):
+        b.append(timestamp=1000 + i, key=b"key", value=b"value-%d" % i)
+    data = bytearray(b.build())
+    second = 12 + struct.unpack_from(">i", data, 8)[0]
+    struct.pack_into(">i", data, second + 12 + 4 + 1 + 1 + 8, 1_000)  # key length
+    with pytest.raises(CorruptRecordError, match="Record is corrupt") as e:
+        decode(bytes(data), name, validate_crc=True)
+    assert e.value.offset == 4 and e.value.position == second
+    with pytest.raises(CorruptRecordError, match="key size 1000 exceeds"):
+        decode(bytes(data), name)
+    chunks = fast.ColumnarDecoder(kernels=twin(name)).iter_batches(
+        bytes(data), max_rows=1, validate_crc=True
+    )
+    assert next(chunks).column("offset").to_pylist() == [3]
+    with pytest.raises(CorruptRecordError, match="Record is corrupt"):
+        next(chunks)

@@ -122,6 +122,8 @@ static inline int legacy_min_size(int magic) { return magic == 0 ? 14 : 22; }
 /* -- CRCs (_speedups_crc.c) -------------------------------------------------------------------- */
 void kl_crc_init(void);
 uint32_t kl_crc32(const uint8_t *p, Py_ssize_t n);  /* zlib's CRC-32: magic 0/1 messages */
+/* The same for a message's bytes after its CRC field: the 16 bytes before p must be readable. */
+uint32_t kl_crc32_message(const uint8_t *p, Py_ssize_t n);
 uint32_t kl_crc32c(const uint8_t *p, Py_ssize_t n); /* Castagnoli's CRC-32C: v2 batches */
 const char *kl_crc_implementation(void);
 int kl_crc_set_hardware(int level); /* 0 tables, 1 SSE4.2/PCLMULQDQ, 2 AVX-512 */

@@ -7,6 +7,9 @@
  * instruction on three independent streams (the instruction's latency is three cycles, its
  * throughput one per cycle), whose states are joined with "zeros operator" tables: the CRC state
  * after n zero bytes is a linear function of the state before, so it is four table lookups.
+ * A magic 0/1 message is short and carries its own CRC-32, so it has a path of its own
+ * (crc32_short): its 16-byte blocks are folded straight to the end in parallel, not one after
+ * another, and the result is reduced without tables.
  */
 #include "_speedups.h"
 
@@ -24,6 +27,7 @@ static uint32_t zeros_long[4][256], zeros_short[4][256]; /* CRC-32C over STREAM_
 static int use_clmul = 0;  /* PCLMULQDQ (128-bit folding) */
 static int use_vclmul = 0; /* AVX-512 VPCLMULQDQ (512-bit folding) */
 static int use_sse42 = 0;  /* the crc32 instruction (CRC-32C only) */
+static void short_constants(void);
 #endif
 
 static void slice8_tables(uint32_t tab[8][256], uint32_t poly) {
@@ -110,6 +114,7 @@ void kl_crc_init(void) {
     zeros_tables(zeros_long, STREAM_LONG);
     zeros_tables(zeros_short, STREAM_SHORT);
 #ifdef HAVE_X86_CRC
+    short_constants();
     __builtin_cpu_init();
     kl_crc_set_hardware(2);
 #endif
@@ -224,6 +229,93 @@ static uint32_t fold_prefix(const fold_t *f, uint32_t c, const uint8_t **p, Py_s
     return c;
 }
 
+/* -- CRC-32 of a short magic 0/1 message ------------------------------------------------------
+ * The n bytes are taken as whole 16-byte blocks by starting up to 15 bytes early and masking
+ * those bytes to zero (leading zeros leave a CRC from the zero state unchanged; the initial
+ * state is XORed into the message's first four bytes instead). Block j of m is folded forward
+ * by m-1-j blocks in one step, all blocks at once, and the 128-bit result is reduced without
+ * tables: its two top 32-bit words are multiplied by x^96 and x^64 mod P into 64 bits, and
+ * Barrett's reduction finishes (the quotient from mu = floor(x^96 / P), the remainder the low 32
+ * bits of quotient * P). The constants are computed from the polynomial at import. */
+static long long fold_blocks[16][2]; /* [d]: fold a block forward by d blocks, d = 1..15 */
+static long long reduce_k[2];        /* x^96 and x^64 mod P, as the folds take them */
+static long long barrett_k[2];       /* mu without its x^64 term, and P; bit-reflected */
+static const uint8_t short_init[48] = {[16] = 0xFF, [17] = 0xFF, [18] = 0xFF, [19] = 0xFF};
+static const uint8_t short_mask[32] = {[16] = 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,
+                                       0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF};
+
+/* x^e mod P for CRC-32, bit-reflected and shifted as the fold constants above are. */
+static long long fold_constant(unsigned e) {
+    uint32_t v = 0x80000000u; /* x^0 */
+    while (e--) v = (v >> 1) ^ ((v & 1) ? POLY_CRC32 : 0);
+    return (long long)v << 1;
+}
+
+static void short_constants(void) {
+    for (unsigned d = 1; d < 16; d++) {
+        fold_blocks[d][0] = fold_constant(128 * d + 32);
+        fold_blocks[d][1] = fold_constant(128 * d - 32);
+    }
+    reduce_k[0] = fold_constant(96);
+    reduce_k[1] = fold_constant(64);
+    uint64_t poly = 0, quotient = 0, mu = 0; /* P in normal bit order, without x^32 */
+    for (int i = 0; i < 32; i++)
+        if (POLY_CRC32 & (1u << i)) poly |= 1ull << (31 - i);
+    unsigned __int128 rem = (unsigned __int128)1 << 96; /* floor(x^96 / P) by long division */
+    for (int i = 64; i >= 0; i--)
+        if ((rem >> (i + 32)) & 1) {
+            rem ^= ((unsigned __int128)poly | ((unsigned __int128)1 << 32)) << i;
+            if (i < 64) quotient |= 1ull << i;
+        }
+    for (int i = 0; i < 64; i++)
+        if (quotient & (1ull << i)) mu |= 1ull << (63 - i);
+    barrett_k[0] = (long long)mu;
+    barrett_k[1] = ((long long)POLY_CRC32 << 1) | 1;
+}
+
+#define LOAD128(a) _mm_loadu_si128((const __m128i *)(a))
+
+CLMUL_TARGET static inline __m128i fold_by(__m128i x, const long long k[2]) {
+    const __m128i kk = LOAD128(k);
+    return _mm_xor_si128(_mm_clmulepi64_si128(x, kk, 0x00), _mm_clmulepi64_si128(x, kk, 0x11));
+}
+
+/* CRC-32 of p[0:n] for 4 <= n <= 256; reads (and ignores) up to 15 bytes before p. */
+CLMUL_TARGET static uint32_t crc32_short(const uint8_t *p, Py_ssize_t n) {
+    const Py_ssize_t pad = (16 - (n & 15)) & 15, last = (n + pad) / 16 - 1;
+    const uint8_t *q = p - pad;
+    __m128i b0 = _mm_and_si128(LOAD128(q), LOAD128(short_mask + 16 - pad));
+    __m128i acc = b0 = _mm_xor_si128(b0, LOAD128(short_init + 16 - pad));
+    if (last) {
+        /* the initial state reaches into block 1 when the message starts 13-15 bytes in */
+        __m128i b1 = _mm_xor_si128(LOAD128(q + 16), LOAD128(short_init + 32 - pad));
+        __m128i other = fold_by(b0, fold_blocks[last]);
+        if (last == 1) {
+            acc = b1;
+        } else {
+            acc = _mm_xor_si128(LOAD128(q + 16 * last), fold_by(b1, fold_blocks[last - 1]));
+            Py_ssize_t j = 2;
+            for (; j + 1 < last; j += 2) { /* two sums, so that the XORs are not one chain */
+                acc = _mm_xor_si128(acc, fold_by(LOAD128(q + 16 * j), fold_blocks[last - j]));
+                other = _mm_xor_si128(
+                    other, fold_by(LOAD128(q + 16 * j + 16), fold_blocks[last - j - 1]));
+            }
+            if (j < last)
+                acc = _mm_xor_si128(acc, fold_by(LOAD128(q + 16 * j), fold_blocks[last - j]));
+        }
+        acc = _mm_xor_si128(acc, other);
+    }
+    /* 128 -> 64 bits, then Barrett: the quotient's low 32 bits, then the remainder */
+    __m128i f = _mm_xor_si128(fold_by(_mm_unpacklo_epi32(acc, _mm_setzero_si128()), reduce_k),
+                              _mm_srli_si128(acc, 8));
+    const __m128i bk = LOAD128(barrett_k);
+    __m128i quot = _mm_xor_si128(_mm_srli_epi64(_mm_clmulepi64_si128(f, bk, 0x00), 31),
+                                 _mm_srli_epi64(f, 32));
+    quot = _mm_and_si128(quot, _mm_set_epi32(0, 0, 0, -1));
+    __m128i rem = _mm_clmulepi64_si128(quot, bk, 0x10);
+    return (uint32_t)((uint64_t)_mm_cvtsi128_si64(rem) >> 32) ^ 0xFFFFFFFFu;
+}
+
 static inline uint64_t load64(const uint8_t *p) {
     uint64_t v;
     memcpy(&v, p, 8);
@@ -271,6 +363,13 @@ uint32_t kl_crc32(const uint8_t *p, Py_ssize_t n) {
     c = fold_prefix(&fold32, c, &p, &n);
 #endif
     return slice8(tab32, c, p, n) ^ 0xFFFFFFFFu;
+}
+
+uint32_t kl_crc32_message(const uint8_t *p, Py_ssize_t n) {
+#ifdef HAVE_X86_CRC
+    if (use_clmul && n >= 4 && n <= 256) return crc32_short(p, n);
+#endif
+    return kl_crc32(p, n);
 }
 
 uint32_t kl_crc32c(const uint8_t *p, Py_ssize_t n) {

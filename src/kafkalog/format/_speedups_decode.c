@@ -169,13 +169,7 @@ static void decode_entries_impl(SinkObject *s, const uint8_t *b, Py_ssize_t pos,
             int attributes = b[pos + 17], codec = attributes & 0x07;
             if (codec == 0 && offset >= end_off) { r->status = RANGE_END; return; }
             if (offset < start_off) { pos = entry_end; continue; }
-            if (validate) {
-                if (pos + 1024 + 64 < end) { /* as records_v2 does: hide the fetch */
-                    __builtin_prefetch(b + pos + 1024);
-                    __builtin_prefetch(b + pos + 1024 + 64);
-                }
-                rc = kl_legacy_crc(b, pos, entry_end, r);
-            }
+            if (validate && codec) rc = kl_legacy_crc(b, pos, entry_end, r);
             if (!rc) {
                 int64_t ts = -1;
                 int32_t ts_type = -1;
@@ -196,7 +190,15 @@ static void decode_entries_impl(SinkObject *s, const uint8_t *b, Py_ssize_t pos,
                         return;
                     }
                 } else {
+                    /* A message's CRC is checked once its row is copied, with its bytes in
+                     * cache; it comes first all the same: a failing CRC takes the row back and
+                     * is the error reported, whatever else is wrong with the message. */
                     rc = kl_legacy_row(s, b, pos, entry_end, offset, ts, ts_type, magic, r);
+                    if (validate && (!rc || r->status == ERROR) &&
+                        kl_legacy_crc(b, pos, entry_end, r)) {
+                        memcpy(st, saved, sizeof(saved));
+                        rc = -1;
+                    }
                 }
             }
         }

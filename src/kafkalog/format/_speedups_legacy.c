@@ -66,7 +66,7 @@ int kl_legacy_row(SinkObject *s, const uint8_t *b, Py_ssize_t pos, Py_ssize_t en
 
 int kl_legacy_crc(const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, result_t *r) {
     uint32_t stored = (uint32_t)be32(b + pos + 12);
-    uint32_t computed = kl_crc32(b + pos + 16, end - pos - 16);
+    uint32_t computed = kl_crc32_message(b + pos + 16, end - pos - 16);
     if (stored != computed) FAIL(E_CRC, pos, stored, computed, 0);
     return 0;
 }
