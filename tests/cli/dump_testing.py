@@ -9,15 +9,14 @@ import contextlib
 import io
 import json
 import struct
-from pathlib import Path
 
 from kafka.record import MemoryRecords as KpMemoryRecords
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from kafkalog.cli import dump
+from shared_fixtures import FIXTURES, KAFKA_DATA
 
-FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures"
-DATA = FIXTURES / "kafka-data"
+DATA = KAFKA_DATA
 FIXTURE_SKIP = (
     "../shared/fixtures (kafka-data, EXPECTED.json) not found: only beside the repo in CI"
 )

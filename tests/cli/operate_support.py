@@ -22,10 +22,9 @@ from kafka.record import MemoryRecordsBuilder as KpBuilder
 from kafkalog.cli.main import main
 from kafkalog.log.clock import MockClock
 from kafkalog.log.manager import LogManager
+from shared_fixtures import KAFKA_DATA
 
 T0 = 1_700_000_000_000
-FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures"
-KAFKA_DATA = FIXTURES / "kafka-data"
 needs_fixtures = pytest.mark.skipif(
     not KAFKA_DATA.is_dir(), reason="../shared/fixtures is only present beside the repository"
 )

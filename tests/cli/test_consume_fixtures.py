@@ -17,8 +17,8 @@ import pytest
 from kafka.record.memory_records import MemoryRecords as KpMemoryRecords
 from records_cli_helpers import main_in_process
 
-FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures"
-KAFKA_DATA = FIXTURES / "kafka-data"
+from shared_fixtures import FIXTURES, KAFKA_DATA
+
 if not (FIXTURES / "EXPECTED.json").is_file() or not KAFKA_DATA.is_dir():
     pytest.skip(
         "../shared/fixtures (EXPECTED.json, kafka-data) not found: the real-broker fixtures are "

@@ -24,10 +24,10 @@ from kafkalog.cli.main import COMMANDS, main
 from kafkalog.log.clock import MockClock
 from kafkalog.log.manager import LogManager
 from kafkalog.log.naming import TopicPartition
+from shared_fixtures import KAFKA_DATA
 
 T0 = 1_768_435_200_000  # 2026-01-15T00:00:00Z: inside the time ranges the examples use
 HOUR = 3_600_000
-FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "kafka-data"
 # Examples that run until they are stopped: a server, and consumers that follow a live log.
 RUNS_UNTIL_STOPPED = ("kafkalog serve", "--follow")
 NO_EXIT_STATUS_SECTION = {"serve"}  # a server runs until stopped: no status to document
@@ -144,7 +144,7 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     shutil.copy(logs[1], root / "b.log")
     (root / "__consumer_offsets-7").mkdir()
     (root / "__consumer_offsets-7" / f"{0:020d}.log").write_bytes(offsets_commit_segment())
-    snapshots = sorted((FIXTURES / "duongnvt2110+ms-practice" / "__cluster_metadata-0").glob(
+    snapshots = sorted((KAFKA_DATA / "duongnvt2110+ms-practice" / "__cluster_metadata-0").glob(
         "*.checkpoint"))  # fmt: skip
     if snapshots:
         (root / "__cluster_metadata-0").mkdir()

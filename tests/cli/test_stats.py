@@ -9,8 +9,6 @@ from pathlib import Path
 
 import pytest
 from operate_support import (
-    FIXTURES,
-    KAFKA_DATA,
     build,
     digest,
     json_lines,
@@ -18,6 +16,8 @@ from operate_support import (
     run_main,
     run_script,
 )
+
+from shared_fixtures import FIXTURES, KAFKA_DATA
 
 
 def expected_partitions() -> dict[tuple[str, str], dict]:

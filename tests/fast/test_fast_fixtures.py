@@ -7,14 +7,12 @@ module skips. Files are only read.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from fastcheck import columnar_outcome, reference_outcome
 
 from kafkalog.format import fast
+from shared_fixtures import KAFKA_DATA
 
-KAFKA_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "kafka-data"
 FILES = (
     sorted(
         p

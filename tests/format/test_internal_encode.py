@@ -37,8 +37,7 @@ from kafkalog.format.internal.transaction_state_encode import (
     encode_transaction_log_key,
     encode_transaction_log_value,
 )
-
-KAFKA_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "kafka-data"
+from shared_fixtures import KAFKA_DATA
 
 
 def s16(text: str | None) -> bytes:

@@ -16,12 +16,10 @@ from __future__ import annotations
 import json
 import uuid
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
-FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures"
-KAFKA_DATA = FIXTURES / "kafka-data"
+from shared_fixtures import FIXTURES, KAFKA_DATA
 
 if not (FIXTURES / "EXPECTED.json").is_file() or not KAFKA_DATA.is_dir():
     pytest.skip(
@@ -30,9 +28,9 @@ if not (FIXTURES / "EXPECTED.json").is_file() or not KAFKA_DATA.is_dir():
         allow_module_level=True,
     )
 
-from kafka.record import MemoryRecords  # noqa: E402
+from kafka.record import MemoryRecords
 
-from kafkalog.format.internal import (  # noqa: E402
+from kafkalog.format.internal import (
     DecodedMessage,
     decode_consumer_offsets_key,
     decode_consumer_offsets_value,

@@ -10,7 +10,6 @@ patched and given a valid CRC with kafka-python's CRC function; outputs are deco
 from __future__ import annotations
 
 import struct
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -23,6 +22,7 @@ from kafkalog.errors import KafkalogError
 from kafkalog.format import CompressionType, MemoryRecords, TimestampType
 from kafkalog.format.validator import AppendOrigin, LogValidatorConfig, validate_records
 from kafkalog.format.validator_compressed import validate_v2_compressed
+from shared_fixtures import KAFKA_DATA
 
 NOW = 1_700_000_000_000
 LONG_MAX = (1 << 63) - 1
@@ -279,9 +279,6 @@ def records_of(data) -> list[tuple]:
         for b in MemoryRecords(bytes(data))
         for r in b.records()
     ]
-
-
-KAFKA_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "kafka-data"
 
 
 def fixture_batches(per_codec: int) -> dict[int, list[bytes]]:

@@ -24,12 +24,11 @@ import json
 import re
 import struct
 from collections import Counter
-from pathlib import Path
 
 import pytest
 
-FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures"
-KAFKA_DATA = FIXTURES / "kafka-data"
+from shared_fixtures import FIXTURES, KAFKA_DATA
+
 SKIP_REASON = (
     "../shared/fixtures not found: the real-broker fixtures are only present beside the "
     "repository in CI"

@@ -42,9 +42,8 @@ from kafkalog.log.partition_metadata import (
     read_partition_metadata,
     write_partition_metadata,
 )
+from shared_fixtures import KAFKA_DATA
 
-FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures"
-KAFKA_DATA = FIXTURES / "kafka-data"
 needs_fixtures = pytest.mark.skipif(
     not KAFKA_DATA.is_dir(),
     reason="../shared/fixtures/kafka-data not found: real broker data is only there in CI",

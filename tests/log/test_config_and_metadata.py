@@ -16,9 +16,7 @@ import pytest
 from kafkalog.format import CompressionType, TimestampType
 from kafkalog.log.cluster_metadata import load_metadata_image
 from kafkalog.log.config import ConfigError, LogConfig
-
-FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures"
-KAFKA_DATA = FIXTURES / "kafka-data"
+from shared_fixtures import KAFKA_DATA
 
 
 def test_defaults_are_kafkas() -> None:

@@ -26,9 +26,8 @@ from kafkalog.log.naming import offset_from_file_name
 from kafkalog.log.offset_index import OffsetIndex, OffsetPosition
 from kafkalog.log.time_index import TimeIndex, TimestampOffset
 from kafkalog.log.txn_index import AbortedTxn, TransactionIndex, TxnIndexSearchResult
+from shared_fixtures import FIXTURES, KAFKA_DATA
 
-FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures"
-KAFKA_DATA = FIXTURES / "kafka-data"
 HAVE_FIXTURES = (FIXTURES / "EXPECTED.json").is_file() and KAFKA_DATA.is_dir()
 FIXTURE_SKIP = "../shared/fixtures (EXPECTED.json, kafka-data) not found: only there in CI"
 INT_MAX = 2**31 - 1

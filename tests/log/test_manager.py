@@ -26,10 +26,9 @@ from kafkalog.log.clock import MockClock
 from kafkalog.log.manager import DataDirLockedError, LogManager
 from kafkalog.log.naming import TopicPartition
 from kafkalog.log.quarantine import QUARANTINE_DIR_NAME
+from shared_fixtures import KAFKA_DATA
 
 T0 = 1_700_000_000_000
-FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures"
-KAFKA_DATA = FIXTURES / "kafka-data"
 DATA_DIRS = sorted(p.name for p in KAFKA_DATA.iterdir()) if KAFKA_DATA.is_dir() else []
 needs_fixtures = pytest.mark.skipif(
     not DATA_DIRS, reason="../shared/fixtures is only present beside the repository in CI"

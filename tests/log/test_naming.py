@@ -42,9 +42,8 @@ from kafkalog.log.naming import (
     validate_partition,
     validate_topic,
 )
+from shared_fixtures import KAFKA_DATA
 
-FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures"
-KAFKA_DATA = FIXTURES / "kafka-data"
 LONG_MAX = 2**63 - 1
 INT_MAX = 2**31 - 1
 UID = uuid.UUID("0123456789abcdef0123456789abcdef")

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import struct
-from pathlib import Path
 
 import pytest
 from kafka.record import MemoryRecordsBuilder as KpBuilder
@@ -38,10 +37,10 @@ from kafkalog.log.producer_state import (
     ProducerStateManager,
     TransactionCoordinatorFencedError,
 )
+from shared_fixtures import FIXTURES
 
 NOW = 1_700_000_000_000
 INT_MAX = 2**31 - 1
-FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures"
 
 
 class FakeClock:

@@ -22,11 +22,10 @@ from kafkalog.log.clock import MockClock
 from kafkalog.log.config import LogConfig
 from kafkalog.log.errors import IndexOffsetOverflowError
 from kafkalog.log.segment import LogSegment, RollParams
+from shared_fixtures import FIXTURES, KAFKA_DATA
 
 T0 = 1_700_000_000_000
 INT_MAX = 2**31 - 1
-FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures"
-KAFKA_DATA = FIXTURES / "kafka-data"
 HAVE_FIXTURES = (FIXTURES / "EXPECTED.json").is_file()
 needs_fixtures = pytest.mark.skipif(
     not HAVE_FIXTURES, reason="../shared/fixtures is only present beside the repository in CI"

@@ -30,10 +30,9 @@ from kafkalog.log.kafka_uuid import uuid_to_kafka_string
 from kafkalog.log.manager import LogManager
 from kafkalog.log.verify import VerifyReport, verify
 from kafkalog.log.verify_tail import DEFAULT_MAX_MESSAGE_BYTES, partial_tail_problem
+from shared_fixtures import FIXTURES, KAFKA_DATA
 
 T0 = 1_700_000_000_000
-FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures"
-KAFKA_DATA = FIXTURES / "kafka-data"
 DATA_DIRS = sorted(p.name for p in KAFKA_DATA.iterdir()) if KAFKA_DATA.is_dir() else []
 needs_fixtures = pytest.mark.skipif(
     not DATA_DIRS, reason="../shared/fixtures is only present beside the repository in CI"

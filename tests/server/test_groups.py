@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 
 import pytest
 
@@ -18,6 +17,7 @@ from kafkalog.server.group_log import (
 )
 from kafkalog.server.group_offsets import GroupOffsets
 from kafkalog.server.groups import GroupConfig, GroupCoordinator
+from shared_fixtures import KAFKA_DATA
 
 from .coordination_helpers import FakeBroker, ctx
 
@@ -122,7 +122,7 @@ def test_partition_for_matches_java_string_hash():
 
 
 def test_partition_for_agrees_with_where_real_brokers_wrote_groups():
-    root = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "kafka-data"
+    root = KAFKA_DATA
     if not root.is_dir():
         pytest.skip("../shared/fixtures not found: real __consumer_offsets data is absent")
     from kafka.record import MemoryRecords

@@ -21,10 +21,10 @@ from kafkalog.server.group_load import load_groups
 from kafkalog.server.group_log import CoordinatorLog
 from kafkalog.server.group_offsets import GroupOffsets
 from kafkalog.server.groups import GroupCoordinator
+from shared_fixtures import KAFKA_DATA
 
 from .coordination_helpers import FakeBroker, ctx
 
-KAFKA_DATA = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures" / "kafka-data"
 DIRS = ["KAIPASUBHASH+kafka-logs", "seanorth+kafka-server", "VolodymyrZee+kafka",
         "Niloufar1171+LDI-POC", "aviramcohenwork+Pizza-Project-MS",
         "mscaldas2012+kafka-connect-spooldir"]  # fmt: skip

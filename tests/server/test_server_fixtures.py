@@ -14,9 +14,8 @@ import pytest
 
 from kafkalog.server.app import BackgroundServer
 from kafkalog.server.config import ServerConfig
+from shared_fixtures import FIXTURES, KAFKA_DATA
 
-FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures"
-KAFKA_DATA = FIXTURES / "kafka-data"
 if not (FIXTURES / "EXPECTED.json").is_file() or not KAFKA_DATA.is_dir():
     pytest.skip(
         "../shared/fixtures not found: the real-broker fixtures are only present beside the "

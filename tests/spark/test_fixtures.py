@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "fixtures"
-KAFKA_DATA = FIXTURES / "kafka-data"
+from shared_fixtures import FIXTURES, KAFKA_DATA
+
 if not (FIXTURES / "EXPECTED.json").is_file() or not KAFKA_DATA.is_dir():
     pytest.skip(
         "../shared/fixtures not found: the real-broker fixtures are only present beside the "
