@@ -8,8 +8,8 @@
  * throughput one per cycle), whose states are joined with "zeros operator" tables: the CRC state
  * after n zero bytes is a linear function of the state before, so it is four table lookups.
  * A magic 0/1 message is short and carries its own CRC-32, so it has a path of its own
- * (crc32_short): its 16-byte blocks are folded straight to the end in parallel, not one after
- * another, and the result is reduced without tables.
+ * (crc32_short, crc32_short_wide with AVX-512): its 16-byte blocks are folded straight to the end
+ * in parallel, not one after another, and the result is reduced without tables.
  */
 #include "_speedups.h"
 
@@ -240,9 +240,9 @@ static uint32_t fold_prefix(const fold_t *f, uint32_t c, const uint8_t **p, Py_s
 static long long fold_blocks[16][2]; /* [d]: fold a block forward by d blocks, d = 1..15 */
 static long long reduce_k[2];        /* x^96 and x^64 mod P, as the folds take them */
 static long long barrett_k[2];       /* mu without its x^64 term, and P; bit-reflected */
-static const uint8_t short_init[48] = {[16] = 0xFF, [17] = 0xFF, [18] = 0xFF, [19] = 0xFF};
-static const uint8_t short_mask[32] = {[16] = 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,
-                                       0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF};
+static long long fold_blocks_down[20][2]; /* [15 - d]: the same, zero for d <= 0 */
+static const uint8_t short_init[80] = {[16] = 0xFF, [17] = 0xFF, [18] = 0xFF, [19] = 0xFF};
+static uint8_t short_mask[80]; /* 16 zero bytes, then ones */
 
 /* x^e mod P for CRC-32, bit-reflected and shifted as the fold constants above are. */
 static long long fold_constant(unsigned e) {
@@ -255,7 +255,9 @@ static void short_constants(void) {
     for (unsigned d = 1; d < 16; d++) {
         fold_blocks[d][0] = fold_constant(128 * d + 32);
         fold_blocks[d][1] = fold_constant(128 * d - 32);
+        memcpy(fold_blocks_down[15 - d], fold_blocks[d], sizeof(fold_blocks[d]));
     }
+    memset(short_mask + 16, 0xFF, sizeof(short_mask) - 16);
     reduce_k[0] = fold_constant(96);
     reduce_k[1] = fold_constant(64);
     uint64_t poly = 0, quotient = 0, mu = 0; /* P in normal bit order, without x^32 */
@@ -279,6 +281,8 @@ CLMUL_TARGET static inline __m128i fold_by(__m128i x, const long long k[2]) {
     const __m128i kk = LOAD128(k);
     return _mm_xor_si128(_mm_clmulepi64_si128(x, kk, 0x00), _mm_clmulepi64_si128(x, kk, 0x11));
 }
+
+CLMUL_TARGET static inline uint32_t crc32_short_finish(__m128i acc);
 
 /* CRC-32 of p[0:n] for 4 <= n <= 256; reads (and ignores) up to 15 bytes before p. */
 CLMUL_TARGET static uint32_t crc32_short(const uint8_t *p, Py_ssize_t n) {
@@ -305,7 +309,12 @@ CLMUL_TARGET static uint32_t crc32_short(const uint8_t *p, Py_ssize_t n) {
         }
         acc = _mm_xor_si128(acc, other);
     }
-    /* 128 -> 64 bits, then Barrett: the quotient's low 32 bits, then the remainder */
+    return crc32_short_finish(acc);
+}
+
+/* The CRC from the 128-bit sum: 128 -> 64 bits, then Barrett (the quotient's low 32 bits, then
+ * the remainder). */
+CLMUL_TARGET static inline uint32_t crc32_short_finish(__m128i acc) {
     __m128i f = _mm_xor_si128(fold_by(_mm_unpacklo_epi32(acc, _mm_setzero_si128()), reduce_k),
                               _mm_srli_si128(acc, 8));
     const __m128i bk = LOAD128(barrett_k);
@@ -314,6 +323,38 @@ CLMUL_TARGET static uint32_t crc32_short(const uint8_t *p, Py_ssize_t n) {
     quot = _mm_and_si128(quot, _mm_set_epi32(0, 0, 0, -1));
     __m128i rem = _mm_clmulepi64_si128(quot, bk, 0x10);
     return (uint32_t)((uint64_t)_mm_cvtsi128_si64(rem) >> 32) ^ 0xFFFFFFFFu;
+}
+
+/* The same with AVX-512: four blocks per register, one multiplication pair for four; the
+ * blocks past the last are masked off the load (a masked load does not touch them). */
+VCLMUL_TARGET static uint32_t crc32_short_wide(const uint8_t *p, Py_ssize_t n) {
+    const Py_ssize_t pad = (16 - (n & 15)) & 15, last = (n + pad) / 16 - 1;
+    const uint8_t *q = p - pad;
+    __m128i acc = LOAD128(q + 16 * last);
+    if (last <= 1) /* the last block holds some of the front mask or the initial state */
+        acc = _mm_xor_si128(_mm_and_si128(acc, LOAD128(short_mask + 16 - pad + 16 * last)),
+                            LOAD128(short_init + 16 - pad + 16 * last));
+    if (last) {
+        __m512i sum = _mm512_setzero_si512();
+        for (Py_ssize_t j = 0; j < last; j += 4) { /* blocks j..j+3 of those before the last */
+            Py_ssize_t left = last - j;
+            __mmask8 lanes = left >= 4 ? 0xFF : (__mmask8)((1u << (2 * left)) - 1);
+            __m512i blocks = _mm512_maskz_loadu_epi64(lanes, q + 16 * j);
+            if (j == 0)
+                blocks = _mm512_xor_si512(
+                    _mm512_and_si512(blocks, _mm512_loadu_si512(short_mask + 16 - pad)),
+                    _mm512_loadu_si512(short_init + 16 - pad));
+            __m512i k = _mm512_loadu_si512(fold_blocks_down[15 - last + j]);
+            sum = _mm512_ternarylogic_epi64(sum, _mm512_clmulepi64_epi128(blocks, k, 0x00),
+                                            _mm512_clmulepi64_epi128(blocks, k, 0x11), 0x96);
+        }
+        __m256i half = _mm256_xor_si256(_mm512_castsi512_si256(sum),
+                                        _mm512_extracti64x4_epi64(sum, 1));
+        acc = _mm_xor_si128(acc, _mm_xor_si128(_mm256_castsi256_si128(half),
+                                               _mm256_extracti128_si256(half, 1)));
+    }
+    _mm256_zeroupper();
+    return crc32_short_finish(acc);
 }
 
 static inline uint64_t load64(const uint8_t *p) {
@@ -367,6 +408,7 @@ uint32_t kl_crc32(const uint8_t *p, Py_ssize_t n) {
 
 uint32_t kl_crc32_message(const uint8_t *p, Py_ssize_t n) {
 #ifdef HAVE_X86_CRC
+    if (use_vclmul && n >= 4 && n <= 256) return crc32_short_wide(p, n);
     if (use_clmul && n >= 4 && n <= 256) return crc32_short(p, n);
 #endif
     return kl_crc32(p, n);
