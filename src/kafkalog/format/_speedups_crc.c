@@ -148,9 +148,13 @@ static const fold_t fold32c = {{0x0dcb17aa4LL, 0x0b9e02b86LL}, {0x0740eef02LL, 0
 #define CLMUL_TARGET __attribute__((target("pclmul,sse2")))
 #define VCLMUL_TARGET __attribute__((target("avx,avx512f,vpclmulqdq,pclmul,sse2")))
 
+/* Lane x multiplied forward: its low qword by k's low, its high by k's high, summed. */
+CLMUL_TARGET static inline __m128i clmul_pair(__m128i x, __m128i k) {
+    return _mm_xor_si128(_mm_clmulepi64_si128(x, k, 0x00), _mm_clmulepi64_si128(x, k, 0x11));
+}
+
 CLMUL_TARGET static inline __m128i fold128(__m128i x, __m128i k, __m128i next) {
-    return _mm_xor_si128(_mm_xor_si128(_mm_clmulepi64_si128(x, k, 0x00),
-                                       _mm_clmulepi64_si128(x, k, 0x11)), next);
+    return _mm_xor_si128(clmul_pair(x, k), next);
 }
 
 /* Fold the rest 16 bytes at a time into lane x; returns the CRC state after *used bytes. */
@@ -237,10 +241,10 @@ static uint32_t fold_prefix(const fold_t *f, uint32_t c, const uint8_t **p, Py_s
  * tables: its two top 32-bit words are multiplied by x^96 and x^64 mod P into 64 bits, and
  * Barrett's reduction finishes (the quotient from mu = floor(x^96 / P), the remainder the low 32
  * bits of quotient * P). The constants are computed from the polynomial at import. */
-static long long fold_blocks[16][2]; /* [d]: fold a block forward by d blocks, d = 1..15 */
-static long long reduce_k[2];        /* x^96 and x^64 mod P, as the folds take them */
-static long long barrett_k[2];       /* mu without its x^64 term, and P; bit-reflected */
-static long long fold_blocks_down[20][2]; /* [15 - d]: the same, zero for d <= 0 */
+static long long fold_down[20][2]; /* [15 - d]: fold a block forward by d blocks; 0 for d <= 0 */
+#define FOLD_BLOCKS(d) fold_down[15 - (d)]
+static long long reduce_k[2];  /* x^96 and x^64 mod P, as the folds take them */
+static long long barrett_k[2]; /* mu without its x^64 term, and P; bit-reflected */
 static const uint8_t short_init[80] = {[16] = 0xFF, [17] = 0xFF, [18] = 0xFF, [19] = 0xFF};
 static uint8_t short_mask[80]; /* 16 zero bytes, then ones */
 
@@ -253,9 +257,8 @@ static long long fold_constant(unsigned e) {
 
 static void short_constants(void) {
     for (unsigned d = 1; d < 16; d++) {
-        fold_blocks[d][0] = fold_constant(128 * d + 32);
-        fold_blocks[d][1] = fold_constant(128 * d - 32);
-        memcpy(fold_blocks_down[15 - d], fold_blocks[d], sizeof(fold_blocks[d]));
+        FOLD_BLOCKS(d)[0] = fold_constant(128 * d + 32);
+        FOLD_BLOCKS(d)[1] = fold_constant(128 * d - 32);
     }
     memset(short_mask + 16, 0xFF, sizeof(short_mask) - 16);
     reduce_k[0] = fold_constant(96);
@@ -278,8 +281,7 @@ static void short_constants(void) {
 #define LOAD128(a) _mm_loadu_si128((const __m128i *)(a))
 
 CLMUL_TARGET static inline __m128i fold_by(__m128i x, const long long k[2]) {
-    const __m128i kk = LOAD128(k);
-    return _mm_xor_si128(_mm_clmulepi64_si128(x, kk, 0x00), _mm_clmulepi64_si128(x, kk, 0x11));
+    return clmul_pair(x, LOAD128(k));
 }
 
 CLMUL_TARGET static inline uint32_t crc32_short_finish(__m128i acc);
@@ -293,19 +295,19 @@ CLMUL_TARGET static uint32_t crc32_short(const uint8_t *p, Py_ssize_t n) {
     if (last) {
         /* the initial state reaches into block 1 when the message starts 13-15 bytes in */
         __m128i b1 = _mm_xor_si128(LOAD128(q + 16), LOAD128(short_init + 32 - pad));
-        __m128i other = fold_by(b0, fold_blocks[last]);
+        __m128i other = fold_by(b0, FOLD_BLOCKS(last));
         if (last == 1) {
             acc = b1;
         } else {
-            acc = _mm_xor_si128(LOAD128(q + 16 * last), fold_by(b1, fold_blocks[last - 1]));
+            acc = _mm_xor_si128(LOAD128(q + 16 * last), fold_by(b1, FOLD_BLOCKS(last - 1)));
             Py_ssize_t j = 2;
             for (; j + 1 < last; j += 2) { /* two sums, so that the XORs are not one chain */
-                acc = _mm_xor_si128(acc, fold_by(LOAD128(q + 16 * j), fold_blocks[last - j]));
+                acc = _mm_xor_si128(acc, fold_by(LOAD128(q + 16 * j), FOLD_BLOCKS(last - j)));
                 other = _mm_xor_si128(
-                    other, fold_by(LOAD128(q + 16 * j + 16), fold_blocks[last - j - 1]));
+                    other, fold_by(LOAD128(q + 16 * j + 16), FOLD_BLOCKS(last - j - 1)));
             }
             if (j < last)
-                acc = _mm_xor_si128(acc, fold_by(LOAD128(q + 16 * j), fold_blocks[last - j]));
+                acc = _mm_xor_si128(acc, fold_by(LOAD128(q + 16 * j), FOLD_BLOCKS(last - j)));
         }
         acc = _mm_xor_si128(acc, other);
     }
@@ -344,7 +346,7 @@ VCLMUL_TARGET static uint32_t crc32_short_wide(const uint8_t *p, Py_ssize_t n) {
                 blocks = _mm512_xor_si512(
                     _mm512_and_si512(blocks, _mm512_loadu_si512(short_mask + 16 - pad)),
                     _mm512_loadu_si512(short_init + 16 - pad));
-            __m512i k = _mm512_loadu_si512(fold_blocks_down[15 - last + j]);
+            __m512i k = _mm512_loadu_si512(FOLD_BLOCKS(last - j));
             sum = _mm512_ternarylogic_epi64(sum, _mm512_clmulepi64_epi128(blocks, k, 0x00),
                                             _mm512_clmulepi64_epi128(blocks, k, 0x11), 0x96);
         }
