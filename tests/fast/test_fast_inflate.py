@@ -1,11 +1,13 @@
-"""The columnar decoder's decompression fast lane (lz4 and snappy into one reused buffer, with a
-short path for the one-block frames clients write per batch) gives the codec module's bytes, or
-the codec module's exception, for every framing clients write and for damaged input."""
+"""The columnar decoder's decompression fast lane (lz4, snappy and large zstd frames into one
+reused buffer, with a short path for the one-block frames clients write per batch) gives the
+codec module's bytes, or the codec module's exception, for every framing clients write and for
+damaged input."""
 
 from __future__ import annotations
 
 import aiokafka.codec
 import kafka.codec
+import zstandard
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -17,14 +19,19 @@ from kafkalog.format.codecs.snappy import XERIAL_HEADER
 SETTINGS = settings(
     max_examples=150, deadline=None, suppress_health_check=[HealthCheck.data_too_large]
 )
-LZ4, SNAPPY = 3, 2
+SNAPPY, LZ4, ZSTD = 2, 3, 4
 
 
 def payloads():
-    """Compressible and incompressible bytes, from empty to several lz4 and snappy blocks."""
+    """Compressible and incompressible bytes, from empty to several lz4, snappy and zstd blocks."""
     text = st.binary(max_size=64).map(lambda b: b * 2000)
+    large = st.tuples(st.binary(min_size=1, max_size=64), st.integers(2100, 6000))
     return st.one_of(
-        st.binary(max_size=3000), text, st.randoms().map(lambda r: r.randbytes(90_000))
+        st.binary(max_size=3000),
+        text,
+        large.map(lambda t: t[0] * t[1]),
+        st.randoms().map(lambda r: r.randbytes(90_000)),
+        st.randoms().map(lambda r: r.randbytes(300_000)),
     )
 
 
@@ -42,6 +49,12 @@ def frames(data: bytes) -> list[tuple[int, int, bytes]]:
     out.append(
         (SNAPPY, 2, XERIAL_HEADER + kafka.codec.snappy_encode(data, xerial_compatible=True)[16:])
     )
+    out.append((ZSTD, 2, compress(ZSTD, data)))  # no content size, as Java writes
+    sized = zstandard.ZstdCompressor(write_content_size=True, write_checksum=True).compress(data)
+    out.append((ZSTD, 2, sized))
+    out.append((ZSTD, 2, b"\x50\x2a\x4d\x18\x02\x00\x00\x00ab" + sized))  # skippable first
+    half = len(data) // 2
+    out.append((ZSTD, 2, compress(ZSTD, data[:half]) + compress(ZSTD, data[half:])))  # two frames
     return out
 
 

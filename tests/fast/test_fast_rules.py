@@ -219,3 +219,44 @@ def test_a_legacy_message_whose_crc_fails_reports_the_crc_first(name):
     assert next(chunks).column("offset").to_pylist() == [3]
     with pytest.raises(CorruptRecordError, match="Record is corrupt"):
         next(chunks)
+
+
+def _large_batch(base_offset: int, count: int) -> bytes:
+    b = MemoryRecordsBuilder(base_offset=base_offset)
+    for i in range(count):
+        b.append(timestamp=1000 + i, key=b"key-%05d" % i, value=b"v" * 100 + b"%05d" % i)
+    return b.build()
+
+
+@pytest.mark.parametrize("name", TWINS)
+def test_crc_of_a_batch_larger_than_the_crc_steps_is_checked_whole(name):
+    """An uncompressed batch's CRC is computed behind its record walk in steps of 16 KiB (one
+    pass over the bytes); a batch of several steps validates, and damage anywhere in it, even
+    damage that also breaks a record, is reported as the batch's CRC with none of its rows."""
+    first = _large_batch(10, 5)
+    big = _large_batch(15, 600)  # about 70 KiB: four steps and a tail
+    assert len(big) > 4 * 16384
+    data = first + big
+    rows = decode(data, name, validate_crc=True)
+    assert rows.column("offset").to_pylist() == list(range(10, 615))
+    for where in (61 + 3, 16384 + 7, 3 * 16384 + 1, len(big) - 1):
+        bad = bytearray(data)
+        bad[len(first) + where] ^= 0x10
+        with pytest.raises(CorruptRecordError, match="Record is corrupt") as e:
+            decode(bytes(bad), name, validate_crc=True)
+        assert e.value.position == len(first) and e.value.offset == 15
+        chunks = fast.ColumnarDecoder(kernels=twin(name)).iter_batches(
+            bytes(bad), max_rows=5, validate_crc=True
+        )
+        assert next(chunks).column("offset").to_pylist() == list(range(10, 15))
+        with pytest.raises(CorruptRecordError, match="Record is corrupt"):
+            next(chunks)
+    # A record length cut short late in the batch breaks the walk; the CRC is still what counts.
+    last_record = len(first) + len(_large_batch(15, 599))
+    bad = bytearray(data)
+    bad[last_record] = 0x02  # a record length of 1
+    with pytest.raises(CorruptRecordError, match="Record is corrupt") as e:
+        decode(bytes(bad), name, validate_crc=True)
+    assert e.value.position == len(first)
+    with pytest.raises(InvalidRecordError, match="Invalid record size 1 at position"):
+        decode(bytes(bad), name)

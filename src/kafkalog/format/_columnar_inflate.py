@@ -1,15 +1,19 @@
-"""Decompression for the columnar decoder: lz4 and snappy straight into one reused buffer.
+"""Decompression for the columnar decoder: lz4, snappy and large zstd frames into one reused buffer.
 
 :func:`kafkalog.format.codecs.decompress` returns a new ``bytes`` per batch, and Kafka's lz4 frame
 costs a pure-Python header checksum per call; the columnar decoder copies every record out of
 the decompressed bytes anyway, so one buffer serves every batch. This fast lane reads the framing
-that Kafka's clients write (lz4 frames with independent blocks; xerial or raw snappy) with the
-codecs' own checks, and decompresses each block with cramjam's ``*_into`` functions, each bounded
-by what the codec module would allow: the block's own limit and what is left of ``max_size``.
+that Kafka's clients write (lz4 frames with independent blocks; xerial or raw snappy; one zstd
+frame) with the codecs' own checks, and decompresses each block with cramjam's ``*_into``
+functions, or a zstd frame with zstandard's ``readinto``, each bounded by what the codec module
+would allow: the block's or frame's own limit and what is left of ``max_size``. A zstd frame takes
+the lane only when it may hold more than one 128 KiB block: a fresh ``bytes`` of a megabyte
+costs page faults that depend on the allocator's history, while a small frame decodes faster
+one-shot than through a stream reader.
 
 Anything else, and anything that goes wrong, goes to the codec module instead, on the same bytes:
-it returns the data or raises its own error, so results and errors are the codec module's. Other
-codecs (gzip, zstd) always take that path.
+it returns the data or raises its own error, so results and errors are the codec module's. gzip
+always takes that path.
 """
 
 from __future__ import annotations
@@ -18,15 +22,17 @@ import struct
 
 import cramjam
 import numpy as np
+import zstandard
 
 from ..errors import CorruptRecordError
 from .codecs import decompress
 from .codecs import lz4 as _lz4
 from .codecs import snappy as _snappy
+from .codecs import zstd as _zstd
 
 __all__ = ["Inflater"]
 
-_LZ4, _SNAPPY = 3, 2
+_SNAPPY, _LZ4, _ZSTD = 2, 3, 4
 _U32LE = struct.Struct("<I")
 _RAW = 0x80000000
 _HEADER_CACHE = 64  # lz4 frame headers remembered (clients write one or two kinds)
@@ -48,6 +54,7 @@ class Inflater:
         self._lz4_headers: dict[tuple[bytes, int], tuple[int, int, int]] = {}
         # (FLG, BD, HC, magic) of checked headers without content size or block checksums
         self._lz4_plain: dict[tuple[int, int, int, int], int] = {}
+        self._zstd_decompressor: zstandard.ZstdDecompressor | None = None
 
     def inflate(self, codec: int, data: memoryview, magic: int, max_size: int):
         """``data`` decompressed (bytes or a memoryview into the buffer)."""
@@ -56,6 +63,8 @@ class Inflater:
                 n = self._lz4(data, magic, max_size)
             elif codec == _SNAPPY:
                 n = self._snappy(data, max_size)
+            elif codec == _ZSTD and magic == 2:
+                return self._zstd(data, max_size)
             else:
                 n = None
         except (cramjam.DecompressionError, CorruptRecordError):
@@ -183,3 +192,42 @@ class Inflater:
                 return None
             pos += length
         return total
+
+    def _zstd(self, view: memoryview, max_size: int):
+        """One zstd frame that may pass one block, read into the buffer. Smaller frames, several
+        frames, skippable frames and frames the codec module would not trust with a buffer of
+        their bound are the codec module's, from the same walk of the frame headers; so is any
+        frame libzstd rejects (for the codec module's error)."""
+        frames = _zstd.walk_frames(view)  # its CorruptRecordError is the codec module's
+        if len(frames) == 1:
+            n = self._zstd_frame(view, frames[0], max_size)
+            if n is not None:
+                return self._view[:n]
+        return _zstd.decompress_frames(view, frames, max_size)
+
+    def _zstd_frame(self, view: memoryview, frame: tuple, max_size: int) -> int | None:
+        start, end, content_size, exact, bound = frame
+        expected = bound if content_size is None else content_size
+        if start or end != len(view) or expected <= _zstd._MAX_BLOCK or expected > max_size:
+            return None
+        if content_size is not None and content_size > bound:
+            return None
+        unproven = expected - exact
+        if unproven > _zstd._UNPROVEN_SLACK and unproven > _zstd._UNPROVEN_RATIO * end:
+            return None
+        if self._zstd_decompressor is None:
+            self._zstd_decompressor = zstandard.ZstdDecompressor()
+        # One byte of room past the bound: a frame that fills it is not what its headers say.
+        out = self._room(expected + 1, 0)[: expected + 1]
+        reader = self._zstd_decompressor.stream_reader(view)
+        total = 0
+        try:
+            while True:
+                n = reader.readinto(out[total:])
+                if not n:
+                    return total
+                total += n
+                if total > expected:
+                    return None
+        except zstandard.ZstdError:
+            return None

@@ -76,15 +76,25 @@ typedef struct {
     PyObject *arrays;
 } SinkObject;
 
-/* One v2 batch's header fields and the kept offset range. With ``ahead`` > 0 the record walk
- * asks the CPU to prefetch the bytes ``ahead`` past each record (below ``limit``): the next
- * batch, whose CRC pass then runs on cached data while this one's decoding hides the fetch. */
+/* A CRC-32C computed in steps behind a record walk: the register so far and where it stopped. */
+typedef struct {
+    uint32_t state;
+    Py_ssize_t pos;
+} crc_run_t;
+
+/* The record walk folds the bytes it has walked into ``crc`` every CRC_STEP bytes, while they
+ * are still in the L1 cache; a separate pass over a batch larger than the L2 cache reads it from
+ * memory a second time. */
+#define CRC_STEP 16384
+
+/* One v2 batch's header fields and the kept offset range. With ``crc`` set, the record walk
+ * keeps that CRC up to date behind it (the caller finishes and checks it). */
 typedef struct {
     int64_t base_offset, base_ts, max_ts, base_seq, producer_id, start_off, end_off;
     int32_t count, leader_epoch;
     int16_t producer_epoch;
     int attributes;
-    Py_ssize_t ahead, limit;
+    crc_run_t *crc;
 } batch_t;
 
 /* -- byte helpers ------------------------------------------------------------------------------ */
@@ -125,6 +135,8 @@ uint32_t kl_crc32(const uint8_t *p, Py_ssize_t n);  /* zlib's CRC-32: magic 0/1 
 /* The same for a message's bytes after its CRC field: the 16 bytes before p must be readable. */
 uint32_t kl_crc32_message(const uint8_t *p, Py_ssize_t n);
 uint32_t kl_crc32c(const uint8_t *p, Py_ssize_t n); /* Castagnoli's CRC-32C: v2 batches */
+/* CRC-32C register ``c`` (not inverted) after ``n`` more bytes: a CRC computed in steps */
+uint32_t kl_crc32c_update(uint32_t c, const uint8_t *p, Py_ssize_t n);
 const char *kl_crc_implementation(void);
 int kl_crc_set_hardware(int level); /* 0 tables, 1 SSE4.2/PCLMULQDQ, 2 AVX-512 */
 

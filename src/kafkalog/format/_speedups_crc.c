@@ -416,11 +416,14 @@ uint32_t kl_crc32_message(const uint8_t *p, Py_ssize_t n) {
     return kl_crc32(p, n);
 }
 
-uint32_t kl_crc32c(const uint8_t *p, Py_ssize_t n) {
-    uint32_t c = 0xFFFFFFFFu;
+uint32_t kl_crc32c_update(uint32_t c, const uint8_t *p, Py_ssize_t n) {
 #ifdef HAVE_X86_CRC
     if (use_vclmul) c = fold_prefix(&fold32c, c, &p, &n);
-    if (use_sse42) return crc32c_sse42(c, p, n) ^ 0xFFFFFFFFu;
+    if (use_sse42) return crc32c_sse42(c, p, n);
 #endif
-    return slice8(tab32c, c, p, n) ^ 0xFFFFFFFFu;
+    return slice8(tab32c, c, p, n);
+}
+
+uint32_t kl_crc32c(const uint8_t *p, Py_ssize_t n) {
+    return kl_crc32c_update(0xFFFFFFFFu, p, n) ^ 0xFFFFFFFFu;
 }

@@ -111,6 +111,15 @@ static inline batch_t batch_header(const uint8_t *b, Py_ssize_t pos, int64_t sta
     return bt;
 }
 
+/* Whether the v2 batch at b[pos:end] has the CRC-32C it stores; if not, r says so (E_CRC). */
+static int crc_matches(const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, result_t *r) {
+    uint32_t stored = (uint32_t)be32(b + pos + 17);
+    uint32_t computed = kl_crc32c(b + pos + 21, end - pos - 21);
+    if (stored == computed) return 1;
+    r->status = ERROR; r->pos = pos; r->code = E_CRC; r->a = stored; r->b = computed; r->c = 0;
+    return 0;
+}
+
 static void decode_entries_impl(SinkObject *s, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end,
                                 int64_t start_off, int64_t end_off, int64_t max_rows, int flags,
                                 result_t *r) {
@@ -142,15 +151,13 @@ static void decode_entries_impl(SinkObject *s, const uint8_t *b, Py_ssize_t pos,
                 pos = entry_end;
                 continue;
             }
-            if (validate) { /* before anything else of the batch; it also brings it into cache */
-                uint32_t stored = (uint32_t)be32(b + pos + 17);
-                uint32_t computed = kl_crc32c(b + pos + 21, entry_end - pos - 21);
-                if (stored != computed) {
-                    r->status = ERROR; r->code = E_CRC; r->a = stored; r->b = computed;
-                    return;
-                }
-            }
             int32_t count = be32(b + pos + 57);
+            uint32_t stored = (uint32_t)be32(b + pos + 17);
+            /* The CRC comes before anything else of the batch. An uncompressed batch's records
+             * are decoded with the CRC computed behind the walk (see CRC_STEP), then its rows
+             * are taken back if it fails; any other batch is checked first. */
+            int follow = validate && count >= 0 && !(attributes & 0x07);
+            if (validate && !follow && !crc_matches(b, pos, entry_end, r)) return;
             if (count < 0) { r->status = ERROR; r->code = E_COUNT_NEGATIVE; r->a = count; return; }
             if (attributes & 0x07) {
                 if (count) { r->status = DECOMPRESS; return; }
@@ -158,9 +165,22 @@ static void decode_entries_impl(SinkObject *s, const uint8_t *b, Py_ssize_t pos,
                 continue;
             }
             batch_t bt = batch_header(b, pos, start_off, end_off);
-            bt.ahead = validate ? entry_end - pos : 0;
-            bt.limit = end;
+            crc_run_t crc = {0xFFFFFFFFu, pos + 21};
+            if (follow) bt.crc = &crc;
             rc = kl_records_v2(s, b, pos + 61, entry_end, &bt, r);
+            if (follow) {
+                if (!rc) {
+                    uint32_t computed = kl_crc32c_update(crc.state, b + crc.pos, entry_end - crc.pos);
+                    if ((computed ^ 0xFFFFFFFFu) != stored) {
+                        memcpy(st, saved, sizeof(saved));
+                        r->status = ERROR; r->pos = pos; r->code = E_CRC; r->a = stored;
+                        r->b = computed ^ 0xFFFFFFFFu; r->c = 0;
+                        return;
+                    }
+                } else if (r->status == ERROR && !crc_matches(b, pos, entry_end, r)) {
+                    return;
+                }
+            }
         } else {
             if (size < legacy_min_size(magic)) {
                 r->status = ERROR; r->code = E_LEGACY_MSG_SIZE; r->a = size; r->b = magic;

@@ -43,7 +43,15 @@ from kafkalog.format.codecs._common import (
     too_large,
 )
 
-__all__ = ["DEFAULT_LEVEL", "MAX_LEVEL", "MIN_LEVEL", "compress", "decompress"]
+__all__ = [
+    "DEFAULT_LEVEL",
+    "MAX_LEVEL",
+    "MIN_LEVEL",
+    "compress",
+    "decompress",
+    "decompress_frames",
+    "walk_frames",
+]
 
 MIN_LEVEL = -131072  # ZSTD_minCLevel(): -(1 << 17), ZSTD_TARGETLENGTH_MAX
 MAX_LEVEL = 22
@@ -99,7 +107,13 @@ def decompress(
     """The content of every zstd frame in ``data``, at most ``max_size`` bytes."""
     _check_magic(magic)
     view = as_view(data)
-    frames = _walk_frames(view)
+    return decompress_frames(view, walk_frames(view), max_size)
+
+
+def decompress_frames(
+    view: memoryview, frames: list[tuple[int, int, int | None, int, int]], max_size: int
+) -> bytes:
+    """:func:`decompress` of ``view`` once :func:`walk_frames` has walked it into ``frames``."""
     declared = sum(frame[2] for frame in frames if frame[2] is not None)
     if declared > max_size:
         raise too_large("zstd", max_size, f"frames declare {declared} bytes")
@@ -196,9 +210,9 @@ def _read_capped(
     return b"".join(chunks)
 
 
-def _walk_frames(view: memoryview) -> list[tuple[int, int, int | None, int, int]]:
+def walk_frames(view: memoryview) -> list[tuple[int, int, int | None, int, int]]:
     """Check that ``view`` is whole frames; return (start, end, declared size, exact output,
-    output bound) for each data frame (skippable frames are left out)."""
+    output bound) for each data frame (skippable frames are left out). CorruptRecordError if not."""
     size = len(view)
     if size == 0:
         raise CorruptRecordError("zstd: empty input, expected at least one frame")
