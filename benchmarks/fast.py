@@ -3,12 +3,12 @@
     .venv/bin/pip install -e '.[bench]'
     .venv/bin/python benchmarks/fast.py --json benchmarks/results/fast.json [--records N]
 
-Every dataset is generated once (v2 by kafkalog's encoder, v1 by kafka-python's builder) and
-decoded by each library; aiokafka and kafka-python touch every record's offset, timestamp, key,
+Every dataset is generated (v2 by kafkalog's encoder, v1 by kafka-python's builder) and measured
+in a fresh process of its own (this script with --row), and decoded there by each library; aiokafka and kafka-python touch every record's offset, timestamp, key,
 value and headers, kafkalog builds the Arrow columns. Also timed: kafkalog with CRC validation,
 and two floors for compressed data: the decompressor alone (kafkalog.format.codecs.decompress over
 every batch's records section) and the decoder's own decompression alone (the same sections
-through the decoder's Inflater: lz4 and snappy straight into one reused buffer). Encode builds v2
+through the decoder's Inflater: lz4, snappy and large zstd frames into one reused buffer). Encode builds v2
 batches from Python lists (the list -> Arrow conversion is included) at Kafka's default levels
 (gzip 6, lz4 9, zstd 3). Times are CPU-time medians
 (time.process_time) of --repeat runs, the contenders' runs interleaved so that a noisy machine
@@ -139,40 +139,69 @@ def sections(data: bytes) -> list[tuple[int, int, bytes]]:
     return out
 
 
-def bench_decode(n: int, repeat: int, slow_repeat: int) -> list[dict]:
+def decode_row(
+    n: int, magic: int, batch: int, codec: str, headers: int, repeat: int, slow_repeat: int
+) -> dict:
+    data = make(n, magic, batch, codec, headers)
+    dec = fast.ColumnarDecoder()
+    assert dec.decode(data).num_rows == n
+    assert touch_all(AioMemoryRecords(data)) == n
+    row = {
+        "magic": magic,
+        "batch_bytes": batch,
+        "codec": codec,
+        "headers": headers,
+        "bytes": len(data),
+    }
+    fns = {
+        "kafkalog_s": lambda d=data, x=dec: x.decode(d),
+        "kafkalog_crc_s": lambda d=data, x=dec: x.decode(d, validate_crc=True),
+        "aiokafka_s": lambda d=data: touch_all(AioMemoryRecords(d)),
+    }
+    parts = sections(data)
+    if parts:
+        fns["decompress_only_s"] = lambda ps=parts: [decompress(c, p, magic=m) for c, m, p in ps]
+        inflater = Inflater()
+        fns["inflate_only_s"] = lambda ps=parts, i=inflater: [
+            i.inflate(c, memoryview(p), m, DEFAULT_MAX_DECOMPRESSED_SIZE) for c, m, p in ps
+        ]
+    row.update(cpu_interleaved(fns, repeat))
+    row.setdefault("decompress_only_s", None)
+    row.setdefault("inflate_only_s", None)
+    row["kafka_python_s"] = cpu(lambda d=data: touch_all(KpMemoryRecords(d)), slow_repeat)
+    return row
+
+
+def isolated(row: str, args: argparse.Namespace) -> dict:
+    """One dataset's row measured by this script in a fresh process: a long process's history
+    (its allocator's state after earlier datasets) moved single rows by up to 2x, for every
+    contender, in ways that said nothing about the row's own code."""
+    out = subprocess.run(
+        [
+            sys.executable,
+            __file__,
+            "--row",
+            row,
+            "--records",
+            str(args.records),
+            "--repeat",
+            str(args.repeat),
+            "--slow-repeat",
+            str(args.slow_repeat),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    return json.loads(out.splitlines()[-1])
+
+
+def bench_decode(args: argparse.Namespace) -> list[dict]:
     rows = []
     for magic, batch, codec, headers in DECODE:
-        data = make(n, magic, batch, codec, headers)
-        dec = fast.ColumnarDecoder()
-        assert dec.decode(data).num_rows == n
-        assert touch_all(AioMemoryRecords(data)) == n
-        row = {
-            "magic": magic,
-            "batch_bytes": batch,
-            "codec": codec,
-            "headers": headers,
-            "bytes": len(data),
-        }
-        fns = {
-            "kafkalog_s": lambda d=data, x=dec: x.decode(d),
-            "kafkalog_crc_s": lambda d=data, x=dec: x.decode(d, validate_crc=True),
-            "aiokafka_s": lambda d=data: touch_all(AioMemoryRecords(d)),
-        }
-        parts = sections(data)
-        if parts:
-            fns["decompress_only_s"] = lambda ps=parts: [
-                decompress(c, p, magic=m) for c, m, p in ps
-            ]
-            inflater = Inflater()
-            fns["inflate_only_s"] = lambda ps=parts, i=inflater: [
-                i.inflate(c, memoryview(p), m, DEFAULT_MAX_DECOMPRESSED_SIZE) for c, m, p in ps
-            ]
-        row.update(cpu_interleaved(fns, repeat))
-        row.setdefault("decompress_only_s", None)
-        row.setdefault("inflate_only_s", None)
-        row["kafka_python_s"] = cpu(lambda d=data: touch_all(KpMemoryRecords(d)), slow_repeat)
+        row = isolated(f"decode:{magic}:{batch}:{codec}:{headers}", args)
         rows.append(row)
-        print(decode_line(row, n), flush=True)
+        print(decode_line(row, args.records), flush=True)
     return rows
 
 
@@ -218,25 +247,31 @@ def kp_encode(keys, values, stamps, per_batch: int, codec: str) -> int:
     return size
 
 
-def bench_encode(n: int, repeat: int, slow_repeat: int) -> list[dict]:
+def encode_row(n: int, batch: int, codec: str, repeat: int, slow_repeat: int) -> dict:
     keys, values, stamps, _ = columns(n, 0)
+    sample = fast.encode_columnar(keys[:20000], values[:20000], batch_bytes=batch - 61)
+    per_batch = next(iter(MemoryRecords(sample))).count  # aiokafka's batches hold as many
+
+    def ours():
+        fast.encode_columnar(keys, values, stamps, compression=codec, batch_bytes=batch - 61)
+
+    def aio():
+        aio_encode(keys, values, stamps, per_batch, codec)
+
+    def kp():
+        kp_encode(keys, values, stamps, per_batch, codec)
+
+    row = {"batch_bytes": batch, "codec": codec, "records_per_batch": per_batch}
+    row.update(cpu_interleaved({"kafkalog_s": ours, "aiokafka_s": aio}, repeat))
+    row["kafka_python_s"] = cpu(kp, slow_repeat)
+    return row
+
+
+def bench_encode(args: argparse.Namespace) -> list[dict]:
+    n = args.records
     rows = []
     for batch, codec in ENCODE:
-        sample = fast.encode_columnar(keys[:20000], values[:20000], batch_bytes=batch - 61)
-        per_batch = next(iter(MemoryRecords(sample))).count  # aiokafka's batches hold as many
-
-        def ours(codec=codec, batch=batch):
-            fast.encode_columnar(keys, values, stamps, compression=codec, batch_bytes=batch - 61)
-
-        def aio(codec=codec, per_batch=per_batch):
-            aio_encode(keys, values, stamps, per_batch, codec)
-
-        def kp(codec=codec, per_batch=per_batch):
-            kp_encode(keys, values, stamps, per_batch, codec)
-
-        row = {"batch_bytes": batch, "codec": codec, "records_per_batch": per_batch}
-        row.update(cpu_interleaved({"kafkalog_s": ours, "aiokafka_s": aio}, repeat))
-        row["kafka_python_s"] = cpu(kp, slow_repeat)
+        row = isolated(f"encode:{batch}:{codec}", args)
         rows.append(row)
         rate, aio_rate = n / row["kafkalog_s"] / 1e6, n / row["aiokafka_s"] / 1e6
         print(
@@ -245,6 +280,17 @@ def bench_encode(n: int, repeat: int, slow_repeat: int) -> list[dict]:
             flush=True,
         )
     return rows
+
+
+def one_row(args: argparse.Namespace) -> None:
+    """--row: measure one dataset in this process and print its row as JSON."""
+    kind, *spec = args.row.split(":")
+    if kind == "decode":
+        magic, batch, codec, headers = int(spec[0]), int(spec[1]), spec[2], int(spec[3])
+        row = decode_row(args.records, magic, batch, codec, headers, args.repeat, args.slow_repeat)
+    else:
+        row = encode_row(args.records, int(spec[0]), spec[1], args.repeat, args.slow_repeat)
+    print(json.dumps(row))
 
 
 SEGMENT_WALK = """
@@ -313,7 +359,11 @@ def main() -> None:
     parser.add_argument("--slow-repeat", type=int, default=1, help="runs of kafka-python")
     parser.add_argument("--segment-bytes", type=int, default=1 << 30)
     parser.add_argument("--json", help="write the raw results here")
+    parser.add_argument("--row", help=argparse.SUPPRESS)  # one dataset, in a process of its own
     args = parser.parse_args()
+    if args.row:
+        one_row(args)
+        return
     packages = (
         "kafkalog",
         "kafka-python",
@@ -336,13 +386,14 @@ def main() -> None:
         "records": args.records,
         "repeat": args.repeat,
         "slow_repeat": args.slow_repeat,
+        "isolation": "each dataset's row in a fresh process, its contenders interleaved",
     }
     print(
         f"{args.records} records, CPU-time medians of {args.repeat} runs "
         f"({fast.IMPLEMENTATION} kernels)"
     )
-    results["decode"] = bench_decode(args.records, args.repeat, args.slow_repeat)
-    results["encode"] = bench_encode(args.records, args.repeat, args.slow_repeat)
+    results["decode"] = bench_decode(args)
+    results["encode"] = bench_encode(args)
     results["segment"] = bench_segment(args.segment_bytes, 65536)
     results["load_average_after"] = os.getloadavg()
     if args.json:
