@@ -3,17 +3,17 @@
     .venv/bin/pip install -e '.[bench]'
     .venv/bin/python benchmarks/fast.py --json benchmarks/results/fast.json [--records N]
 
-Every dataset is generated (v2 by kafkalog's encoder, v1 by kafka-python's builder) and measured
-in a fresh process of its own (this script with --row), and decoded there by each library; aiokafka and kafka-python touch every record's offset, timestamp, key,
-value and headers, kafkalog builds the Arrow columns. Also timed: kafkalog with CRC validation,
-and two floors for compressed data: the decompressor alone (kafkalog.format.codecs.decompress over
-every batch's records section) and the decoder's own decompression alone (the same sections
-through the decoder's Inflater: lz4, snappy and large zstd frames into one reused buffer). Encode builds v2
-batches from Python lists (the list -> Arrow conversion is included) at Kafka's default levels
-(gzip 6, lz4 9, zstd 3). Times are CPU-time medians
-(time.process_time) of --repeat runs, the contenders' runs interleaved so that a noisy machine
-weighs on all alike (kafka-python: --slow-repeat runs). Finally a ~1 GiB segment file is walked
-through an mmap in bounded chunks in a subprocess, reporting its peak RSS.
+Every dataset is generated (v2 by kafkalog's encoder, v1 by kafka-python's builder) and measured in
+a fresh process of its own (this script with --row), and decoded there by each library; aiokafka
+and kafka-python touch every record's offset, timestamp, key, value and headers, kafkalog builds
+the Arrow columns. Also timed: kafkalog with CRC validation, and two floors for compressed data:
+the decompressor alone (kafkalog.format.codecs.decompress over every batch's records section) and
+the decoder's own decompression alone (the same sections through the decoder's Inflater: lz4,
+snappy and large zstd frames into one reused buffer). Encode builds v2 batches from Python lists
+(the list -> Arrow conversion is included) at Kafka's default levels (gzip 6, lz4 9, zstd 3). Times
+are CPU-time medians (time.process_time) of --repeat runs, the contenders' runs interleaved so that
+a noisy machine weighs on all alike (kafka-python: --slow-repeat runs). Finally a ~1 GiB segment
+file is walked through an mmap in bounded chunks in a subprocess, reporting its peak RSS.
 """
 
 from __future__ import annotations
