@@ -170,11 +170,12 @@ static void decode_entries_impl(SinkObject *s, const uint8_t *b, Py_ssize_t pos,
             rc = kl_records_v2(s, b, pos + 61, entry_end, &bt, r);
             if (follow) {
                 if (!rc) {
-                    uint32_t computed = kl_crc32c_update(crc.state, b + crc.pos, entry_end - crc.pos);
-                    if ((computed ^ 0xFFFFFFFFu) != stored) {
+                    uint32_t computed =
+                        kl_crc32c_update(crc.state, b + crc.pos, entry_end - crc.pos) ^ 0xFFFFFFFFu;
+                    if (computed != stored) {
                         memcpy(st, saved, sizeof(saved));
                         r->status = ERROR; r->pos = pos; r->code = E_CRC; r->a = stored;
-                        r->b = computed ^ 0xFFFFFFFFu; r->c = 0;
+                        r->b = computed; r->c = 0;
                         return;
                     }
                 } else if (r->status == ERROR && !crc_matches(b, pos, entry_end, r)) {

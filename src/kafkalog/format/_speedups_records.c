@@ -188,9 +188,10 @@ int kl_records_v2(SinkObject *s, const uint8_t *b, Py_ssize_t start, Py_ssize_t 
     Py_ssize_t pos = start;
     for (int64_t i = 0; i < count; i++) {
         Py_ssize_t record_start = pos;
-        if (bt->crc && pos - bt->crc->pos >= CRC_STEP) {
-            bt->crc->state = kl_crc32c_update(bt->crc->state, b + bt->crc->pos, pos - bt->crc->pos);
-            bt->crc->pos = pos;
+        crc_run_t *crc = bt->crc;
+        if (crc && pos - crc->pos >= CRC_STEP) {
+            crc->state = kl_crc32c_update(crc->state, b + crc->pos, pos - crc->pos);
+            crc->pos = pos;
         }
         int64_t length, ts_delta, offset_delta, k_len, v_len, h_count;
         READ_VARINT(length, end, 5, F_RECORD_LENGTH);
