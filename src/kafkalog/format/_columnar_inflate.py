@@ -206,14 +206,14 @@ class Inflater:
         return _zstd.decompress_frames(view, frames, max_size)
 
     def _zstd_frame(self, view: memoryview, frame: tuple, max_size: int) -> int | None:
+        """The walked frame's size once read into the buffer, or None for the codec module."""
         start, end, content_size, exact, bound = frame
         expected = bound if content_size is None else content_size
         if start or end != len(view) or expected <= _zstd._MAX_BLOCK or expected > max_size:
             return None
         if content_size is not None and content_size > bound:
             return None
-        unproven = expected - exact
-        if unproven > _zstd._UNPROVEN_SLACK and unproven > _zstd._UNPROVEN_RATIO * end:
+        if not _zstd.earns_buffer(expected - exact, end):
             return None
         if self._zstd_decompressor is None:
             self._zstd_decompressor = zstandard.ZstdDecompressor()

@@ -284,7 +284,18 @@ CLMUL_TARGET static inline __m128i fold_by(__m128i x, const long long k[2]) {
     return clmul_pair(x, LOAD128(k));
 }
 
-CLMUL_TARGET static inline uint32_t crc32_short_finish(__m128i acc);
+/* The CRC from the 128-bit sum: 128 -> 64 bits, then Barrett (the quotient's low 32 bits, then
+ * the remainder). */
+CLMUL_TARGET static inline uint32_t crc32_short_finish(__m128i acc) {
+    __m128i f = _mm_xor_si128(fold_by(_mm_unpacklo_epi32(acc, _mm_setzero_si128()), reduce_k),
+                              _mm_srli_si128(acc, 8));
+    const __m128i bk = LOAD128(barrett_k);
+    __m128i quot = _mm_xor_si128(_mm_srli_epi64(_mm_clmulepi64_si128(f, bk, 0x00), 31),
+                                 _mm_srli_epi64(f, 32));
+    quot = _mm_and_si128(quot, _mm_set_epi32(0, 0, 0, -1));
+    __m128i rem = _mm_clmulepi64_si128(quot, bk, 0x10);
+    return (uint32_t)((uint64_t)_mm_cvtsi128_si64(rem) >> 32) ^ 0xFFFFFFFFu;
+}
 
 /* CRC-32 of p[0:n] for 4 <= n <= 256; reads (and ignores) up to 15 bytes before p. */
 CLMUL_TARGET static uint32_t crc32_short(const uint8_t *p, Py_ssize_t n) {
@@ -312,19 +323,6 @@ CLMUL_TARGET static uint32_t crc32_short(const uint8_t *p, Py_ssize_t n) {
         acc = _mm_xor_si128(acc, other);
     }
     return crc32_short_finish(acc);
-}
-
-/* The CRC from the 128-bit sum: 128 -> 64 bits, then Barrett (the quotient's low 32 bits, then
- * the remainder). */
-CLMUL_TARGET static inline uint32_t crc32_short_finish(__m128i acc) {
-    __m128i f = _mm_xor_si128(fold_by(_mm_unpacklo_epi32(acc, _mm_setzero_si128()), reduce_k),
-                              _mm_srli_si128(acc, 8));
-    const __m128i bk = LOAD128(barrett_k);
-    __m128i quot = _mm_xor_si128(_mm_srli_epi64(_mm_clmulepi64_si128(f, bk, 0x00), 31),
-                                 _mm_srli_epi64(f, 32));
-    quot = _mm_and_si128(quot, _mm_set_epi32(0, 0, 0, -1));
-    __m128i rem = _mm_clmulepi64_si128(quot, bk, 0x10);
-    return (uint32_t)((uint64_t)_mm_cvtsi128_si64(rem) >> 32) ^ 0xFFFFFFFFu;
 }
 
 /* The same with AVX-512: four blocks per register, one multiplication pair for four; the

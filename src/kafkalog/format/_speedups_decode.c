@@ -111,10 +111,8 @@ static inline batch_t batch_header(const uint8_t *b, Py_ssize_t pos, int64_t sta
     return bt;
 }
 
-/* Whether the v2 batch at b[pos:end] has the CRC-32C it stores; if not, r says so (E_CRC). */
-static int crc_matches(const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, result_t *r) {
-    uint32_t stored = (uint32_t)be32(b + pos + 17);
-    uint32_t computed = kl_crc32c(b + pos + 21, end - pos - 21);
+/* Whether the v2 batch at ``pos`` has the CRC-32C it stores; if not, r says so (E_CRC). */
+static int crc_matches(uint32_t stored, uint32_t computed, Py_ssize_t pos, result_t *r) {
     if (stored == computed) return 1;
     r->status = ERROR; r->pos = pos; r->code = E_CRC; r->a = stored; r->b = computed; r->c = 0;
     return 0;
@@ -157,7 +155,9 @@ static void decode_entries_impl(SinkObject *s, const uint8_t *b, Py_ssize_t pos,
              * are decoded with the CRC computed behind the walk (see CRC_STEP), then its rows
              * are taken back if it fails; any other batch is checked first. */
             int follow = validate && count >= 0 && !(attributes & 0x07);
-            if (validate && !follow && !crc_matches(b, pos, entry_end, r)) return;
+            if (validate && !follow &&
+                !crc_matches(stored, kl_crc32c(b + pos + 21, entry_end - pos - 21), pos, r))
+                return;
             if (count < 0) { r->status = ERROR; r->code = E_COUNT_NEGATIVE; r->a = count; return; }
             if (attributes & 0x07) {
                 if (count) { r->status = DECOMPRESS; return; }
@@ -168,17 +168,12 @@ static void decode_entries_impl(SinkObject *s, const uint8_t *b, Py_ssize_t pos,
             crc_run_t crc = {0xFFFFFFFFu, pos + 21};
             if (follow) bt.crc = &crc;
             rc = kl_records_v2(s, b, pos + 61, entry_end, &bt, r);
-            if (follow) {
-                if (!rc) {
-                    uint32_t computed =
-                        kl_crc32c_update(crc.state, b + crc.pos, entry_end - crc.pos) ^ 0xFFFFFFFFu;
-                    if (computed != stored) {
-                        memcpy(st, saved, sizeof(saved));
-                        r->status = ERROR; r->pos = pos; r->code = E_CRC; r->a = stored;
-                        r->b = computed; r->c = 0;
-                        return;
-                    }
-                } else if (r->status == ERROR && !crc_matches(b, pos, entry_end, r)) {
+            if (follow && (!rc || r->status == ERROR)) {
+                /* the walk's steps end at a record it reached: the rest of the batch from there */
+                uint32_t computed =
+                    kl_crc32c_update(crc.state, b + crc.pos, entry_end - crc.pos) ^ 0xFFFFFFFFu;
+                if (!crc_matches(stored, computed, pos, r)) {
+                    memcpy(st, saved, sizeof(saved));
                     return;
                 }
             }

@@ -50,6 +50,7 @@ __all__ = [
     "compress",
     "decompress",
     "decompress_frames",
+    "earns_buffer",
     "walk_frames",
 ]
 
@@ -126,7 +127,7 @@ def decompress_frames(
         budget = max_size - total
         expected = bound if content_size is None else content_size
         unproven = expected - exact
-        if unproven > _UNPROVEN_SLACK and unproven > _UNPROVEN_RATIO * (end - start):
+        if not earns_buffer(unproven, end - start):
             # The block headers alone do not justify the buffer: look into the small compressed
             # blocks too (one holding only literals, or nothing, counts exactly).
             _, _, exact, bound = _walk_frame(view, start + 4, look_inside=True)
@@ -147,7 +148,7 @@ def decompress_frames(
                 out = _read_capped(decompressor, frame, budget)
                 if out is None:
                     raise too_large("zstd", max_size, f"frame at byte {start} of {len(view)}")
-            elif unproven <= _UNPROVEN_SLACK or unproven <= _UNPROVEN_RATIO * (end - start):
+            elif earns_buffer(unproven, end - start):
                 if content_size is not None:
                     # Exact allocation; libzstd checks the output against the declared size.
                     out = decompressor.decompress(frame)
@@ -172,6 +173,12 @@ def decompress_frames(
     if len(parts) == 1:
         return parts[0]
     return b"".join(parts)
+
+
+def earns_buffer(unproven: int, compressed: int) -> bool:
+    """Whether a frame of ``compressed`` bytes is decoded in one shot into a buffer whose
+    ``unproven`` bytes its headers do not account for (see the module docstring)."""
+    return unproven <= _UNPROVEN_SLACK or unproven <= _UNPROVEN_RATIO * compressed
 
 
 def _one_shot(
