@@ -34,6 +34,7 @@ from kafkalog.format.codecs import (
     decompress,
 )
 from kafkalog.format.codecs._xxh32 import xxh32
+from kafkalog.format.codecs.zstd import decompress_frames, decompress_one_block, walk_frames
 
 NONE, GZIP, SNAPPY, LZ4, ZSTD = 0, 1, 2, 3, 4
 MIB = 1 << 20
@@ -461,6 +462,70 @@ def test_zstd_rejects_truncated_frames_and_trailing_garbage():
             decompress(ZSTD, frame[:cut])
     with pytest.raises(CorruptRecordError, match=r"zstd: magic 0x[0-9a-f]+ at byte"):
         decompress(ZSTD, frame + b"\x00" * 8)
+
+
+def _full_zstd_walk(frame: bytes, max_size: int):
+    """The general path alone: every frame and block header walked, then decoded."""
+    view = memoryview(frame)
+    return decompress_frames(view, walk_frames(view), max_size)
+
+
+def _outcome(fn, *args, **kwargs):
+    try:
+        return ("ok", bytes(fn(*args, **kwargs)))
+    except CorruptRecordError as e:
+        return ("error", str(e))
+
+
+ONE_BLOCK_WRITERS = {
+    "java": lambda d: compress(ZSTD, d),  # no content size, as Kafka's Java client writes
+    "java+checksum": lambda d: zstandard.ZstdCompressor(
+        write_content_size=False, write_checksum=True
+    ).compress(d),
+    "kafka-python": kc.zstd_encode,  # a content size: 2 bytes up to 65791, 4 past it
+    "sized+checksum": lambda d: zstandard.ZstdCompressor(write_checksum=True).compress(d),
+}
+
+
+@pytest.mark.parametrize("writer", sorted(ONE_BLOCK_WRITERS))
+@pytest.mark.parametrize("size", [0, 1, 255, 256, 16_384, 65_791, 65_792, 100_000, 131_072])
+def test_zstd_one_block_frames_take_the_short_path(writer, size):
+    data = random.Random(size).randbytes(size // 2) + bytes(size - size // 2)
+    frame = ONE_BLOCK_WRITERS[writer](data)
+    one_block = decompress_one_block(memoryview(frame), DEFAULT_MAX_DECOMPRESSED_SIZE)
+    params = zstandard.get_frame_parameters(frame)
+    if len(frame) < 10 or (size <= 255 and params.content_size != zstandard.CONTENTSIZE_UNKNOWN):
+        assert one_block is None  # an empty frame's 9 bytes or a 1-byte content size: the walk
+    else:
+        assert one_block == data
+    assert decompress(ZSTD, frame) == data
+
+
+@given(
+    data=st.one_of(
+        st.binary(max_size=3000),
+        st.binary(max_size=64).map(lambda b: b * 2000),
+        st.randoms().map(lambda r: r.randbytes(r.choice([70_000, 140_000]))),
+    ),
+    writer=st.sampled_from(sorted(ONE_BLOCK_WRITERS)),
+    flips=st.lists(st.tuples(st.integers(0, 1 << 20), st.integers(1, 255)), max_size=3),
+    cut=st.integers(0, 1 << 20),
+    max_size=st.sampled_from([0, 100, 5000, 1 << 30]),
+)
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.data_too_large])
+def test_zstd_one_block_path_agrees_with_the_full_walk(data, writer, flips, cut, max_size):
+    frame = bytearray(ONE_BLOCK_WRITERS[writer](data))
+    for at, mask in flips:
+        if frame:
+            frame[at % len(frame)] ^= mask
+    if cut % 3 == 0:
+        del frame[cut % (len(frame) + 1) :]
+    frame = bytes(frame)
+    expected = _outcome(_full_zstd_walk, frame, max_size)
+    got = decompress_one_block(memoryview(frame), max_size)
+    if got is not None:
+        assert expected == ("ok", got)
+    assert _outcome(decompress, ZSTD, frame, max_size=max_size) == expected
 
 
 # --- decompression bombs -------------------------------------------------------------------------

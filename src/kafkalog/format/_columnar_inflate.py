@@ -198,6 +198,9 @@ class Inflater:
         frames, skippable frames and frames the codec module would not trust with a buffer of
         their bound are the codec module's, from the same walk of the frame headers; so is any
         frame libzstd rejects (for the codec module's error)."""
+        out = _zstd.decompress_one_block(view, max_size)  # a producer's small batch
+        if out is not None:
+            return out
         frames = _zstd.walk_frames(view)  # its CorruptRecordError is the codec module's
         if len(frames) == 1:
             n = self._zstd_frame(view, frames[0], max_size)
