@@ -194,7 +194,8 @@ class Inflater:
         return total
 
     def _zstd(self, view: memoryview, max_size: int):
-        """One zstd frame that may pass one block, read into the buffer. Smaller frames, several
+        """A frame of one block in a few steps (the codec module's short path, one new buffer);
+        one zstd frame that may pass one block, read into the buffer. Other small frames, several
         frames, skippable frames and frames the codec module would not trust with a buffer of
         their bound are the codec module's, from the same walk of the frame headers; so is any
         frame libzstd rejects (for the codec module's error)."""

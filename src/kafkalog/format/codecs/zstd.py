@@ -25,6 +25,10 @@ earned the buffer and is decoded again in one shot (cheaper than streaming the r
 whose bound passes what is left of ``max_size`` is streamed to the end, stopping past the cap. So
 a small frame of empty blocks, or declaring a content size its blocks cannot hold, costs about
 what it produces. We write frames without a content size, as Java does.
+
+A frame of one block (a producer's batch up to 128 KiB) skips the walk: one ``struct`` read checks
+its shape and gives the same bound (``decompress_one_block``), since the walk's Python costs as
+much as decompressing a 16 KB batch.
 """
 
 from __future__ import annotations
@@ -120,10 +124,10 @@ def decompress(
 
 def decompress_one_block(view: memoryview, max_size: int) -> bytes | None:
     """``view`` decompressed when it is one frame of one block without a dictionary, as
-    producers write a batch up to the block size (Kafka's Java client: no content size; kafka-python
-    and librdkafka: a 2 or 4-byte content size), in a few steps: the same result as
-    :func:`decompress_frames` after :func:`walk_frames`, whose Python costs as much as
-    decompressing a 16 KB batch. None for any other input and for any frame libzstd rejects,
+    producers write a batch up to the block size (Kafka's Java client: no content size;
+    kafka-python and libzstd's one-shot compress: a 2 or 4-byte content size), in a few steps: the
+    same result as :func:`decompress_frames` after :func:`walk_frames`, whose Python costs as much
+    as decompressing a 16 KB batch. None for any other input and for any frame libzstd rejects,
     which the full walk then reports."""
     size = len(view)
     if size < 10:
@@ -152,6 +156,7 @@ def decompress_one_block(view: memoryview, max_size: int) -> bytes | None:
         return None
     block_max = min(_MAX_BLOCK, window)
     stored = 1 if block_type == 1 else length
+    # the frame ends with the block, or with a 4-byte checksum if its flag (0x04) is set
     if length > block_max or block_at + 3 + stored + (descriptor & 0x04) != size:
         return None
     bound = block_max if block_type == 2 else length  # as _walk_frame counts it
