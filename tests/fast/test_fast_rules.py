@@ -54,6 +54,11 @@ def test_header_keys_decode_like_kafka_new_string_utf8(name):
         b"\xc0\xaf",
     ]
     keys = [a + b for a, b in itertools.product(pieces, repeat=2)] + [p * 3 for p in pieces]
+    # ASCII keys of 0-9 bytes (up to 8 are read as one word), then each with one byte that is not
+    # ASCII at every place; the last record's key ends a byte before the batch does
+    ascii_keys = [b"abcdefghi"[:n] for n in range(10)]
+    keys += ascii_keys + [k[:i] + b"\xe9" + k[i + 1 :] for k in ascii_keys for i in range(len(k))]
+    keys += [b"\xc3\xa9t\xc3\xa9", b"h0"]
     records = b""
     for i, key in enumerate(keys):
         body = b"\x00\x00" + encode_varint(i) + b"\x01\x01\x02"

@@ -110,6 +110,22 @@ static int varint_slow(const uint8_t *b, Py_ssize_t *p, Py_ssize_t end, int max_
     return 0;
 }
 
+/* The eight bytes at p as a little-endian word (one load on x86-64 and arm64). */
+static inline uint64_t le64(const uint8_t *p) {
+    uint64_t w;
+    memcpy(&w, p, 8);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    w = __builtin_bswap64(w);
+#endif
+    return w;
+}
+
+/* The high bit of each of a word's first n bytes (n = 0..8): nonzero after & if one is not ASCII. */
+static const uint64_t HIGH_BITS[9] = {
+    0, 0x80, 0x8080, 0x808080, 0x80808080, 0x8080808080ull, 0x808080808080ull,
+    0x80808080808080ull, 0x8080808080808080ull,
+};
+
 /* memcpy for the short fields records are full of (keys, header keys and values): inline, with
  * overlapping loads and stores that stay inside [dst, dst + n) and [src, src + n). */
 static inline void copy_bytes(uint8_t *dst, const uint8_t *src, size_t n) {
@@ -254,7 +270,6 @@ int kl_records_v2(SinkObject *s, const uint8_t *b, Py_ssize_t start, Py_ssize_t 
             if (h_count * 2 > (int64_t)(body_end - pos))
                 FAIL(E_HEADERS_TOO_MANY, pos, h_count, body_end - pos, 0);
             if (keep && nh + h_count > hcap) GROW(GROW_HEADERS, nh + h_count + (end - pos) / 2);
-            int64_t nh0 = nh, hku0 = hku, hvu0 = hvu;
             for (int64_t h = 0; h < h_count; h++) {
                 int64_t hk_len, hv_len;
                 READ_VARINT(hk_len, body_end, 5, F_HKEY_LENGTH);
@@ -269,7 +284,13 @@ int kl_records_v2(SinkObject *s, const uint8_t *b, Py_ssize_t start, Py_ssize_t 
                     pos += (Py_ssize_t)hv_len;
                 }
                 if (keep) {
-                    if (utf8_valid(b + hk_pos, (Py_ssize_t)hk_len)) {
+                    if (hk_len <= 8 && hk_pos + 8 <= end && hku + 8 <= hkcap &&
+                        !(le64(b + hk_pos) & HIGH_BITS[hk_len])) {
+                        /* an ASCII key of up to 8 bytes, copied as one word: the bytes after it
+                         * land past the fill level, in the array's slack */
+                        memcpy(o_hkd + hku, b + hk_pos, 8);
+                        hku += hk_len;
+                    } else if (utf8_valid(b + hk_pos, (Py_ssize_t)hk_len)) {
                         if (hku + hk_len > hkcap) GROW(GROW_HKEY_DATA, hku + (end - hk_pos));
                         copy_bytes(o_hkd + hku, b + hk_pos, (size_t)hk_len);
                         hku += hk_len;
@@ -291,7 +312,6 @@ int kl_records_v2(SinkObject *s, const uint8_t *b, Py_ssize_t start, Py_ssize_t 
                     nh++;
                 }
             }
-            if (!keep) { nh = nh0; hku = hku0; hvu = hvu0; }
         }
         if (pos != body_end)
             FAIL(E_RECORD_PAYLOAD, record_start, length, (int64_t)(pos - (body_end - length)), 0);
