@@ -138,8 +138,7 @@ def decompress_one_block(view: memoryview, max_size: int) -> bytes | None:
     shape = descriptor & 0xE3  # FCS_flag, Single_Segment_flag and Dictionary_ID_flag
     content_size = None
     if shape == 0:  # a window descriptor, then the block
-        window = 1 << (10 + (window_descriptor >> 3))
-        window += (window >> 3) * (window_descriptor & 7)
+        window = _window_size(window_descriptor)
         block_at = 6
     elif shape == 0x60 and size >= 11:  # single segment: a 2-byte content size is the window
         window = content_size = _U16.unpack_from(view, 5)[0] + 256
@@ -346,9 +345,7 @@ def _walk_frame(
     if single_segment:
         window = content_size
     else:
-        window_descriptor = view[fcs_pos - 1 - _DICT_ID_BYTES[descriptor & 0x03]]
-        window = 1 << (10 + (window_descriptor >> 3))
-        window += (window >> 3) * (window_descriptor & 7)
+        window = _window_size(view[fcs_pos - 1 - _DICT_ID_BYTES[descriptor & 0x03]])
     block_max = min(_MAX_BLOCK, window)
     exact = 0
     guessed = 0
@@ -390,6 +387,12 @@ def _walk_frame(
         if pos > size:
             raise CorruptRecordError(f"zstd: frame checksum is cut off at byte {size}")
     return pos, content_size, exact, exact + guessed
+
+
+def _window_size(window_descriptor: int) -> int:
+    """The window a Window_Descriptor byte declares (RFC 8878 3.1.1.1.2): exponent and mantissa."""
+    window = 1 << (10 + (window_descriptor >> 3))
+    return window + (window >> 3) * (window_descriptor & 7)
 
 
 def _literals_only_size(view: memoryview, pos: int, length: int) -> int | None:
