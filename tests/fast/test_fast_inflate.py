@@ -11,7 +11,7 @@ import zstandard
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kafkalog.errors import KafkalogError
+from codec_damage import CAPS, CUTS, FLIPS, damaged, outcome
 from kafkalog.format._columnar_inflate import Inflater
 from kafkalog.format.codecs import compress, decompress
 from kafkalog.format.codecs.snappy import XERIAL_HEADER
@@ -58,13 +58,6 @@ def frames(data: bytes) -> list[tuple[int, int, bytes]]:
     return out
 
 
-def outcome(fn, *args, **kwargs):
-    try:
-        return ("ok", bytes(fn(*args, **kwargs)))
-    except KafkalogError as e:
-        return ("error", type(e), str(e))
-
-
 @given(data=payloads())
 @SETTINGS
 def test_every_framing_inflates_to_the_codec_modules_bytes(data):
@@ -76,9 +69,9 @@ def test_every_framing_inflates_to_the_codec_modules_bytes(data):
 
 @given(
     data=payloads(),
-    flips=st.lists(st.tuples(st.integers(0, 1 << 20), st.integers(1, 255)), max_size=3),
-    cut=st.integers(0, 1 << 20),
-    max_size=st.sampled_from([0, 100, 5000, 1 << 30]),
+    flips=FLIPS,
+    cut=CUTS,
+    max_size=CAPS,
 )
 @SETTINGS
 def test_damaged_or_oversized_input_gives_the_codec_modules_result(data, flips, cut, max_size):
@@ -87,15 +80,9 @@ def test_damaged_or_oversized_input_gives_the_codec_modules_result(data, flips, 
         # The undamaged frame first: the inflater learns its header, so that the damaged one
         # meets the short path for frames of a known kind too.
         assert bytes(inflater.inflate(codec, memoryview(frame), magic, 1 << 30)) == data
-        damaged = bytearray(frame)
-        for at, mask in flips:
-            if damaged:
-                damaged[at % len(damaged)] ^= mask
-        if cut % 3 == 0:
-            del damaged[cut % (len(damaged) + 1) :]
-        damaged = bytes(damaged)
-        expected = outcome(decompress, codec, damaged, magic=magic, max_size=max_size)
-        assert outcome(inflater.inflate, codec, memoryview(damaged), magic, max_size) == expected
+        bad = damaged(frame, flips, cut)
+        expected = outcome(decompress, codec, bad, magic=magic, max_size=max_size)
+        assert outcome(inflater.inflate, codec, memoryview(bad), magic, max_size) == expected
 
 
 def test_views_handed_out_stay_valid_while_the_buffer_grows():

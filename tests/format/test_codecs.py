@@ -23,6 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kafka import codec as kc
 
+from codec_damage import CAPS, CUTS, FLIPS, damaged, outcome
 from kafkalog.errors import CorruptRecordError, UnsupportedCompressionTypeError
 from kafkalog.format.codecs import (
     CODECS,
@@ -470,13 +471,6 @@ def _full_zstd_walk(frame: bytes, max_size: int):
     return decompress_frames(view, walk_frames(view), max_size)
 
 
-def _outcome(fn, *args, **kwargs):
-    try:
-        return ("ok", bytes(fn(*args, **kwargs)))
-    except CorruptRecordError as e:
-        return ("error", str(e))
-
-
 ONE_BLOCK_WRITERS = {
     "java": lambda d: compress(ZSTD, d),  # no content size, as Kafka's Java client writes
     "java+checksum": lambda d: zstandard.ZstdCompressor(
@@ -508,24 +502,18 @@ def test_zstd_one_block_frames_take_the_short_path(writer, size):
         st.randoms().map(lambda r: r.randbytes(r.choice([70_000, 140_000]))),
     ),
     writer=st.sampled_from(sorted(ONE_BLOCK_WRITERS)),
-    flips=st.lists(st.tuples(st.integers(0, 1 << 20), st.integers(1, 255)), max_size=3),
-    cut=st.integers(0, 1 << 20),
-    max_size=st.sampled_from([0, 100, 5000, 1 << 30]),
+    flips=FLIPS,
+    cut=CUTS,
+    max_size=CAPS,
 )
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.data_too_large])
 def test_zstd_one_block_path_agrees_with_the_full_walk(data, writer, flips, cut, max_size):
-    frame = bytearray(ONE_BLOCK_WRITERS[writer](data))
-    for at, mask in flips:
-        if frame:
-            frame[at % len(frame)] ^= mask
-    if cut % 3 == 0:
-        del frame[cut % (len(frame) + 1) :]
-    frame = bytes(frame)
-    expected = _outcome(_full_zstd_walk, frame, max_size)
+    frame = damaged(ONE_BLOCK_WRITERS[writer](data), flips, cut)
+    expected = outcome(_full_zstd_walk, frame, max_size)
     got = decompress_one_block(memoryview(frame), max_size)
     if got is not None:
         assert expected == ("ok", got)
-    assert _outcome(decompress, ZSTD, frame, max_size=max_size) == expected
+    assert outcome(decompress, ZSTD, frame, max_size=max_size) == expected
 
 
 # --- decompression bombs -------------------------------------------------------------------------
