@@ -99,9 +99,11 @@ def reference_outcome(buf) -> tuple:
 
 keys = st.none() | st.binary(max_size=24)
 values = st.none() | st.binary(max_size=80) | st.just(b"v" * 700)
-header_lists = st.lists(
-    st.tuples(st.text(max_size=6), st.none() | st.binary(max_size=12)), max_size=3
-)
+# keys and values on both sides of the walk's short-header shape (ASCII key <= 8 bytes, value
+# <= 32 bytes, one-byte lengths)
+header_keys = st.text(st.characters(codec="ascii"), max_size=10) | st.text(max_size=6)
+header_values = st.none() | st.binary(max_size=40) | st.just(b"h" * 70)
+header_lists = st.lists(st.tuples(header_keys, header_values), max_size=3)
 timestamps = st.integers(0, 2**41)
 
 

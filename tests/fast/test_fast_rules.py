@@ -59,14 +59,65 @@ def test_header_keys_decode_like_kafka_new_string_utf8(name):
     ascii_keys = [b"abcdefghi"[:n] for n in range(10)]
     keys += ascii_keys + [k[:i] + b"\xe9" + k[i + 1 :] for k in ascii_keys for i in range(len(k))]
     keys += [b"\xc3\xa9t\xc3\xa9", b"h0"]
+    # each key twice: with a null value (the general header loop) and an empty one (the one-step
+    # path for short headers, which must still see the bytes that are not ASCII)
+    keys = [k for k in keys for _ in range(2)]
     records = b""
     for i, key in enumerate(keys):
         body = b"\x00\x00" + encode_varint(i) + b"\x01\x01\x02"
-        body += encode_varint(len(key)) + key + b"\x01"
+        body += encode_varint(len(key)) + key + (b"\x01" if i % 2 else b"\x00")
         records += raw_record(body)
     rb = decode(v2_batch(records, len(keys)), name)
     got = [h[0]["key"] for h in rb.column("headers").to_pylist()]
     assert got == [k.decode("utf-8", "replace") for k in keys]
+
+
+# Header shapes on both sides of the walk's one-step path (one-byte lengths, an ASCII key of up
+# to 8 bytes, a value of up to 32) and past it: longer keys and values, two-byte lengths, a key
+# that is not ASCII, a null value.
+HEADER_SHAPES = [
+    (b"abcdefghi"[:n], b"v" * m)
+    for n in (0, 1, 7, 8, 9)
+    for m in (0, 1, 16, 31, 32, 33, 63, 64, 70)
+] + [("\u00e9".encode(), b"x"), (b"k", None), (b"z" * 64, b"y"), (b"h0", b"header-value-0")]
+
+
+@pytest.mark.parametrize("name", TWINS)
+@pytest.mark.parametrize("start_offset", [0, 5])
+def test_headers_of_every_shape_decode_as_written(name, start_offset):
+    """Records of each shape alone, of every pair and of three, in batches whose last records
+    end within 32 bytes of the batch's end; a start offset leaves the first records out."""
+    shapes = [(k.decode("utf-8"), v) for k, v in HEADER_SHAPES]
+    rows = [[a] for a in shapes] + [[a, b] for a in shapes for b in shapes]
+    rows += [[a, b, a] for a, b in itertools.pairwise(shapes)]
+    buf = b""
+    for first in range(0, len(rows), 10):
+        b = MemoryRecordsBuilder(base_offset=first)
+        for headers in rows[first : first + 10]:
+            b.append(timestamp=1, key=b"k", value=b"v" * (len(headers) * 5), headers=headers)
+        buf += b.build()
+    rb = decode(buf, name, start_offset=start_offset)
+    got = [[(h["key"], h["value"]) for h in r] for r in rb.column("headers").to_pylist()]
+    assert got == rows[start_offset:]
+    assert rb.column("offset").to_pylist() == list(range(start_offset, len(rows)))
+
+
+@pytest.mark.parametrize("name", TWINS)
+@pytest.mark.parametrize("over", [1, 2, 3])
+@pytest.mark.parametrize("which", ["key", "value"])
+def test_a_short_header_past_its_record_fails_as_in_the_reference(name, over, which):
+    """A header key or value a few bytes longer than its record, with records after it (so the
+    bytes past the record are there to read): the error the reference gives, at its position."""
+    key, value = b"hk", b"header-value"
+    header = encode_varint(len(key)) + key + encode_varint(len(value)) + value
+    body = b"\x00\x00\x00\x02k\x02v\x02" + header
+    cut = len(body) - over if which == "value" else 8 + len(key) + 1 - over
+    bad = raw_record(body[:cut])
+    good = raw_record(b"\x00\x00\x02\x02k\x02v\x02" + header)
+    buf = v2_batch(bad + good * 4, 5)
+    got = columnar_outcome(buf, twin(name))
+    assert got[0] == "error"
+    assert got == reference_outcome(buf)
 
 
 @pytest.mark.parametrize("name", TWINS)
