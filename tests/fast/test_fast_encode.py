@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
 import pytest
 from fastcheck import TWINS, header_lists, keys, timestamps, twin, values
@@ -152,6 +153,54 @@ def test_arrow_inputs_of_every_binary_kind_encode_alike():
     for kk, vv, tt in variants:
         for hh in (h, headers, pa.concat_arrays([headers[:1], headers]).slice(1)):
             assert bytes(fast.encode_columnar(kk, vv, tt, hh)) == expected
+
+
+@pytest.mark.parametrize("name", TWINS)
+def test_plain_columns_of_every_item_kind_encode_alike(name):
+    """Lists and tuples of bytes and None (the compiled twin converts those itself), and items
+    it leaves to pyarrow (bytearray, memoryview, str, a bytes subclass), encode the same bytes;
+    so do timestamps as a list, a tuple, numpy ints or an array."""
+
+    class Blob(bytes):
+        pass
+
+    k = [b"k%d" % i if i % 3 else None for i in range(40)]
+    v = [b"v" * i for i in range(40)]
+    ts = [1000 + i for i in range(40)]
+    expected = bytes(fast.encode_columnar(pa.array(k), pa.array(v), pa.array(ts)))
+    variants = [
+        (k, v, ts),
+        (tuple(k), tuple(v), tuple(ts)),
+        ([None if x is None else bytearray(x) for x in k], [*v[:-1], memoryview(v[-1])], ts),
+        (k, [x.decode() for x in v], [np.int64(t) for t in ts]),
+        ([None if x is None else Blob(x) for x in k], v, np.array(ts)),
+    ]
+    for kk, vv, tt in variants:
+        got = fast.encode_columnar(kk, vv, tt, kernels=twin(name))
+        assert bytes(got) == expected
+
+
+@pytest.mark.parametrize("name", TWINS)
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"producer_epoch": 2**15}, "producer_epoch 32768 does not fit"),
+        ({"partition_leader_epoch": -(2**31) - 1}, "partition_leader_epoch"),
+        ({"base_sequence": 2**31}, "base_sequence"),
+        ({"producer_id": 2**63}, "producer_id"),
+        ({"base_offset": 2**63 - 1}, "the last offset"),
+        ({"log_append_time": -(2**63) - 1}, "log_append_time"),
+    ],
+)
+def test_batch_fields_out_of_range_are_refused(name, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        fast.encode_columnar([b"a", b"b"], [b"x", b"y"], kernels=twin(name), **kwargs)
+
+
+@pytest.mark.parametrize("name", TWINS)
+def test_timestamps_past_64_bits_are_refused(name):
+    with pytest.raises((ValueError, OverflowError)):
+        fast.encode_columnar([b"a"], [b"x"], [2**64], kernels=twin(name))
 
 
 def test_decode_of_encode_round_trips_arrow_columns():

@@ -3,10 +3,10 @@ magic 2 batches, byte for byte what :class:`MemoryRecordsBuilder` writes for the
 
 The kernel first *plans* (splits the rows into batches whose records section fits
 ``batch_bytes``, and finds each batch's first and max timestamp), then writes every record of
-every batch in one call: straight into the output with a 61-byte gap per batch when uncompressed,
-or into one scratch buffer that Python compresses batch by batch with
-:mod:`kafkalog.format.codecs`. Python writes each header and its CRC-32C (``crc32c`` package).
-Inputs are checked here (lengths, offsets inside their data, no null header keys) so the
+every batch in one call: uncompressed, whole batches (header, records, CRC-32C) straight into a
+new output; otherwise into one scratch buffer that Python compresses batch by batch with
+:mod:`kafkalog.format.codecs`, writing each header and its CRC-32C. Inputs are checked here
+(lengths, offsets inside their data, no null header keys, the batch fields' ranges) so the
 kernels can trust them.
 """
 
@@ -20,6 +20,7 @@ import pyarrow as pa
 
 from ._columnar_decode import HEADER_TYPE
 from ._kernels import kernels as default_kernels
+from ._pure_encode import write_header
 from .codecs import CompressionType, codec_for, compress
 from .constants import (
     NO_PARTITION_LEADER_EPOCH,
@@ -33,11 +34,10 @@ from .constants import (
     TimestampType,
 )
 from .crc import crc32c
-from .record import Header, increment_sequence
+from .record import Header
 
 __all__ = ["encode_columnar"]
 
-_HEADER = struct.Struct(">qiibIhiqqqhii")
 _U32 = struct.Struct(">I")
 _EMPTY_U8 = np.empty(0, np.uint8)
 _EMPTY_I64 = np.empty(0, np.int64)
@@ -52,10 +52,26 @@ def _as_array(values, type_: pa.DataType) -> pa.Array:
     return values
 
 
-def _binary_parts(values, n: int, what: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(offsets int64[n+1], validity uint8[n] or empty, data uint8)`` of a binary-like column."""
+def _binary_parts(
+    values, n: int, what: str, kernels: ModuleType | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(offsets int64[n+1], validity uint8[n] or empty, data uint8)`` of a binary-like column.
+
+    A list or tuple of bytes and None goes through the kernels' ``binary_column`` when they
+    have a compiled one (None from it, or any other column: pyarrow converts it)."""
     if values is None:
         return np.zeros(n + 1, np.int64), np.zeros(n, np.uint8), _EMPTY_U8
+    if kernels is not None and isinstance(values, (list, tuple)):
+        if len(values) != n:
+            raise ValueError(f"{what} has {len(values)} items, keys/values have {n}")
+        parts = kernels.binary_column(values)
+        if parts is not None:
+            offsets, valid, data = parts
+            return (
+                np.frombuffer(offsets, np.int64),
+                np.frombuffer(valid, np.uint8),
+                np.frombuffer(data, np.uint8),
+            )
     arr = _as_array(values, pa.binary())
     if len(arr) != n:
         raise ValueError(f"{what} has {len(arr)} items, keys/values have {n}")
@@ -84,9 +100,12 @@ def _binary_parts(values, n: int, what: str) -> tuple[np.ndarray, np.ndarray, np
     return offsets, valid, data
 
 
-def _timestamps(timestamps, n: int) -> np.ndarray:
+def _timestamps(timestamps, n: int, kernels: ModuleType) -> np.ndarray:
     if timestamps is None:
         return np.full(n, NO_TIMESTAMP, np.int64)
+    raw = kernels.int64_column(timestamps) if isinstance(timestamps, (list, tuple)) else None
+    if raw is not None:
+        timestamps = np.frombuffer(raw, np.int64)
     if isinstance(timestamps, (pa.Array, pa.ChunkedArray)):
         if pa.types.is_timestamp(timestamps.type):
             timestamps = timestamps.cast(pa.timestamp("ms")).cast(pa.int64())
@@ -199,12 +218,21 @@ def encode_columnar(
     max_records = (1 << 31) - 1 if max_records_per_batch is None else max_records_per_batch
     if not 1 <= max_records <= (1 << 31) - 1:
         raise ValueError(f"max_records_per_batch must be in 1..2**31-1, not {max_records}")
+    _check_ranges(
+        ("base_offset", base_offset, 64),
+        ("the last offset", base_offset + max(n - 1, 0), 64),
+        ("partition_leader_epoch", partition_leader_epoch, 32),
+        ("producer_id", producer_id, 64),
+        ("producer_epoch", producer_epoch, 16),
+        ("base_sequence", base_sequence, 32),
+        ("log_append_time", log_append_time, 64),
+    )
     out = bytearray()
     if n == 0:
         return out
-    ts = _timestamps(timestamps, n)
-    k_off, k_valid, k_data = _binary_parts(keys, n, "keys")
-    v_off, v_valid, v_data = _binary_parts(values, n, "values")
+    ts = _timestamps(timestamps, n, kernels)
+    k_off, k_valid, k_data = _binary_parts(keys, n, "keys", kernels)
+    v_off, v_valid, v_data = _binary_parts(values, n, "values", kernels)
     h_off, hk_off, hk_data, hv_off, hv_valid, hv_data = _header_parts(headers, n)
     for offsets, what in (
         (k_off, "key"),
@@ -250,17 +278,7 @@ def encode_columnar(
         log_append_time,
     )
     if codec == CompressionType.NONE:
-        total = int(rows[:, 2].sum()) + RECORD_BATCH_OVERHEAD * n_batches
-        out = bytearray(total)
-        kernels.encode_records(source, plan, 0, n_batches, RECORD_BATCH_OVERHEAD, out, 0)
-        view = memoryview(out)
-        pos = 0
-        for start, count, size, first_ts, max_ts in rows.tolist():
-            _write_header(out, pos, fields, start, count, size, first_ts, max_ts)
-            end = pos + RECORD_BATCH_OVERHEAD + size
-            _U32.pack_into(out, pos + 17, crc32c(view[pos + 21 : end]))
-            pos = end
-        return out
+        return kernels.encode_batches(source, plan, n_batches, fields)
     scratch = np.empty(int(rows[:, 2].sum()), np.uint8)
     kernels.encode_records(source, plan, 0, n_batches, 0, scratch, 0)
     records = memoryview(scratch)
@@ -269,30 +287,15 @@ def encode_columnar(
         body = compress(codec, records[pos : pos + size], level=compression_level)
         pos += size
         header = bytearray(RECORD_BATCH_OVERHEAD)
-        _write_header(header, 0, fields, start, count, len(body), first_ts, max_ts)
+        write_header(header, 0, fields, start, count, len(body), first_ts, max_ts)
         _U32.pack_into(header, 17, crc32c(body, crc32c(memoryview(header)[21:])))
         out += header
         out += body
     return out
 
 
-def _write_header(out, pos: int, fields: tuple, start, count, size, first_ts, max_ts) -> None:
-    base_offset, attributes, leader_epoch, pid, epoch, base_seq, log_append, append_time = fields
-    sequence = base_seq if base_seq == NO_SEQUENCE else increment_sequence(base_seq, start)
-    _HEADER.pack_into(
-        out,
-        pos,
-        base_offset + start,
-        RECORD_BATCH_OVERHEAD - 12 + size,
-        leader_epoch,
-        2,
-        0,
-        attributes,
-        count - 1,
-        first_ts,
-        append_time if log_append else max_ts,
-        pid,
-        epoch,
-        sequence,
-        count,
-    )
+def _check_ranges(*fields: tuple[str, int, int]) -> None:
+    """Each ``(name, value, bits)`` fits the signed field of a batch header that carries it."""
+    for name, value, bits in fields:
+        if not -(1 << (bits - 1)) <= value < (1 << (bits - 1)):
+            raise ValueError(f"{name} {value} does not fit a batch header's int{bits}")

@@ -26,6 +26,9 @@ KERNEL_FUNCTIONS = (
     "decode_legacy_set",
     "encode_plan",
     "encode_records",
+    "encode_batches",
+    "binary_column",
+    "int64_column",
     "validate_records_v2",
 )
 

@@ -15,7 +15,14 @@ import zlib
 from array import array
 
 from . import _kernel_abi as A
-from ._pure_encode import Source, encode_plan, encode_records
+from ._pure_encode import (
+    Source,
+    binary_column,
+    encode_batches,
+    encode_plan,
+    encode_records,
+    int64_column,
+)
 from .crc import crc32c
 
 __all__ = [
@@ -23,11 +30,14 @@ __all__ = [
     "IMPLEMENTATION",
     "Sink",
     "Source",
+    "binary_column",
     "decode_entries",
     "decode_legacy_set",
     "decode_records_v2",
+    "encode_batches",
     "encode_plan",
     "encode_records",
+    "int64_column",
     "validate_records_v2",
 ]
 

@@ -4,6 +4,7 @@
  */
 #include "_speedups.h"
 
+
 typedef struct {
     PyObject_HEAD
     Py_buffer views[SOURCE_SLOTS];
@@ -153,6 +154,34 @@ PyObject *kl_encode_plan(PyObject *mod, PyObject *const *args, Py_ssize_t nargs)
     return PyLong_FromSsize_t(n_batches);
 }
 
+/* The records of one planned batch from o; returns where they end. */
+static uint8_t *write_records(const SourceObject *s, const int64_t *row, uint8_t *o) {
+    const int64_t start = row[PLAN_START], first = row[PLAN_FIRST_TS];
+    for (int64_t i = start; i < start + row[PLAN_COUNT]; i++) {
+        int64_t od = i - start, tsd = wsub(s->ts[i], first);
+        o = put_varint(o, body_size(s, (Py_ssize_t)i, od, tsd));
+        *o++ = 0;
+        o = put_varint(o, tsd);
+        o = put_varint(o, od);
+        int64_t k = key_len(s, (Py_ssize_t)i), v = value_len(s, (Py_ssize_t)i);
+        o = put_varint(o, k);
+        if (k > 0) { memcpy(o, s->kd + s->ko[i], (size_t)k); o += k; }
+        o = put_varint(o, v);
+        if (v > 0) { memcpy(o, s->vd + s->vo[i], (size_t)v); o += v; }
+        int64_t h0 = 0, h1 = 0;
+        if (s->n_ho) { h0 = s->ho[i]; h1 = s->ho[i + 1]; }
+        o = put_varint(o, h1 - h0);
+        for (int64_t h = h0; h < h1; h++) {
+            int64_t hk = s->hko[h + 1] - s->hko[h], hv = hval_len(s, h);
+            o = put_varint(o, hk);
+            if (hk > 0) { memcpy(o, s->hkd + s->hko[h], (size_t)hk); o += hk; }
+            o = put_varint(o, hv);
+            if (hv > 0) { memcpy(o, s->hvd + s->hvo[h], (size_t)hv); o += hv; }
+        }
+    }
+    return o;
+}
+
 PyObject *kl_encode_records(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
     if (nargs != 7 || !PyObject_TypeCheck(args[0], &kl_SourceType)) {
         PyErr_SetString(PyExc_TypeError, "encode_records(source, plan, b_from, b_to, gap, out, pos)");
@@ -186,33 +215,7 @@ PyObject *kl_encode_records(PyObject *mod, PyObject *const *args, Py_ssize_t nar
     }
     uint8_t *o = (uint8_t *)ov.buf + pos;
     Py_BEGIN_ALLOW_THREADS
-    for (Py_ssize_t bi = b_from; bi < b_to; bi++) {
-        const int64_t *row = plan + bi * PLAN_WIDTH;
-        int64_t start = row[PLAN_START], first = row[PLAN_FIRST_TS];
-        o += gap;
-        for (int64_t i = start; i < start + row[PLAN_COUNT]; i++) {
-            int64_t od = i - start, tsd = wsub(s->ts[i], first);
-            o = put_varint(o, body_size(s, (Py_ssize_t)i, od, tsd));
-            *o++ = 0;
-            o = put_varint(o, tsd);
-            o = put_varint(o, od);
-            int64_t k = key_len(s, (Py_ssize_t)i), v = value_len(s, (Py_ssize_t)i);
-            o = put_varint(o, k);
-            if (k > 0) { memcpy(o, s->kd + s->ko[i], (size_t)k); o += k; }
-            o = put_varint(o, v);
-            if (v > 0) { memcpy(o, s->vd + s->vo[i], (size_t)v); o += v; }
-            int64_t h0 = 0, h1 = 0;
-            if (s->n_ho) { h0 = s->ho[i]; h1 = s->ho[i + 1]; }
-            o = put_varint(o, h1 - h0);
-            for (int64_t h = h0; h < h1; h++) {
-                int64_t hk = s->hko[h + 1] - s->hko[h], hv = hval_len(s, h);
-                o = put_varint(o, hk);
-                if (hk > 0) { memcpy(o, s->hkd + s->hko[h], (size_t)hk); o += hk; }
-                o = put_varint(o, hv);
-                if (hv > 0) { memcpy(o, s->hvd + s->hvo[h], (size_t)hv); o += hv; }
-            }
-        }
-    }
+    for (Py_ssize_t bi = b_from; bi < b_to; bi++) o = write_records(s, plan + bi * PLAN_WIDTH, o + gap);
     Py_END_ALLOW_THREADS
     Py_ssize_t written = o - (uint8_t *)ov.buf;
     PyBuffer_Release(&pv);
@@ -224,3 +227,94 @@ PyObject *kl_encode_records(PyObject *mod, PyObject *const *args, Py_ssize_t nar
     return PyLong_FromSsize_t(written);
 }
 
+
+/* -- whole uncompressed batches: header, records and CRC-32C, into one new bytearray ---------- */
+static inline void put_be(uint8_t *p, uint64_t v, int bytes) {
+    for (int i = bytes - 1; i >= 0; i--, v >>= 8) p[i] = (uint8_t)v;
+}
+
+/* What every batch of one encode shares (checked in range by the driver). */
+typedef struct {
+    int64_t base_offset, producer_id, append_time;
+    int32_t leader_epoch, base_sequence;
+    int16_t attributes, producer_epoch;
+    int log_append;
+} batch_fields_t;
+
+/* Kafka's 61-byte header of a planned batch whose records end at o + 61 + its size; its CRC-32C,
+ * over attributes to the records' end, is computed last, while the batch is still in the cache. */
+static void write_header(uint8_t *o, const int64_t *row, const batch_fields_t *f) {
+    const int64_t start = row[PLAN_START], count = row[PLAN_COUNT], size = row[PLAN_BYTES];
+    int64_t seq = f->base_sequence;
+    if (seq >= 0) { /* DefaultRecordBatch.incrementSequence: past INT32_MAX from 0 */
+        seq += start;
+        if (seq > INT32_MAX) seq -= (int64_t)1 << 31;
+    }
+    put_be(o, (uint64_t)(f->base_offset + start), 8);
+    put_be(o + 8, (uint64_t)(49 + size), 4);
+    put_be(o + 12, (uint32_t)f->leader_epoch, 4);
+    o[16] = 2;
+    put_be(o + 21, (uint16_t)f->attributes, 2);
+    put_be(o + 23, (uint64_t)(count - 1), 4);
+    put_be(o + 27, (uint64_t)row[PLAN_FIRST_TS], 8);
+    put_be(o + 35, (uint64_t)(f->log_append ? f->append_time : row[PLAN_MAX_TS]), 8);
+    put_be(o + 43, (uint64_t)f->producer_id, 8);
+    put_be(o + 51, (uint16_t)f->producer_epoch, 2);
+    put_be(o + 53, (uint32_t)seq, 4);
+    put_be(o + 57, (uint64_t)count, 4);
+    put_be(o + 17, kl_crc32c(o + 21, 40 + size), 4);
+}
+
+PyObject *kl_encode_batches(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 4 || !PyObject_TypeCheck(args[0], &kl_SourceType) || !PyTuple_Check(args[3]) ||
+        PyTuple_GET_SIZE(args[3]) != 8) {
+        PyErr_SetString(PyExc_TypeError, "encode_batches(source, plan, n_batches, fields[8])");
+        return NULL;
+    }
+    SourceObject *s = (SourceObject *)args[0];
+    Py_ssize_t n_batches = PyLong_AsSsize_t(args[2]);
+    long long v[8];
+    for (int i = 0; i < 8; i++) v[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(args[3], i));
+    if (PyErr_Occurred()) return NULL;
+    batch_fields_t f = {v[0], v[3], v[7], (int32_t)v[2], (int32_t)v[5], (int16_t)v[1],
+                        (int16_t)v[4], v[6] != 0};
+    Py_buffer pv;
+    if (PyObject_GetBuffer(args[1], &pv, PyBUF_C_CONTIGUOUS) < 0) return NULL;
+    const int64_t *plan = pv.buf;
+    Py_ssize_t n_ts = s->views[0].len / 8, total = 0;
+    int bad = n_batches < 0 || n_batches * PLAN_WIDTH > pv.len / 8;
+    for (Py_ssize_t bi = 0; !bad && bi < n_batches; bi++) {
+        const int64_t *row = plan + bi * PLAN_WIDTH;
+        bad = row[PLAN_START] < 0 || row[PLAN_COUNT] < 1 || row[PLAN_BYTES] < 0 ||
+              row[PLAN_START] + row[PLAN_COUNT] > n_ts ||
+              row[PLAN_BYTES] > PY_SSIZE_T_MAX / 2 - total;
+        total += 61 + (bad ? 0 : row[PLAN_BYTES]);
+    }
+    if (bad) {
+        PyBuffer_Release(&pv);
+        PyErr_SetString(PyExc_ValueError, "encode_batches: plan does not fit the arrays");
+        return NULL;
+    }
+    PyObject *out = kl_new_bytearray(total);
+    if (!out) {
+        PyBuffer_Release(&pv);
+        return NULL;
+    }
+    uint8_t *base = (uint8_t *)PyByteArray_AS_STRING(out), *o = base;
+    Py_BEGIN_ALLOW_THREADS
+    for (Py_ssize_t bi = 0; bi < n_batches; bi++) {
+        const int64_t *row = plan + bi * PLAN_WIDTH;
+        uint8_t *end = write_records(s, row, o + 61);
+        if (end != o + 61 + row[PLAN_BYTES]) break; /* a plan that is not this source's */
+        write_header(o, row, &f);
+        o = end;
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&pv);
+    if (o != base + total) {
+        Py_DECREF(out);
+        PyErr_SetString(PyExc_RuntimeError, "encode_batches wrote a different size than planned");
+        return NULL;
+    }
+    return out;
+}
