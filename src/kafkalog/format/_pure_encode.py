@@ -1,8 +1,10 @@
 """Pure-Python reference kernels of the columnar encode (re-exported by ``_pure_kernels``).
 
-The compiled twin is the encode half of ``_speedups.c``; both must write identical bytes. A plan
-row per batch (see ``_kernel_abi.PLAN_*``) says which rows it holds, its records' size and its first
-and max timestamps; the driver validated the input arrays (offsets inside their data).
+The compiled twin is ``_speedups_encode.c`` and ``_speedups_columns.c``; both must write identical
+bytes. A plan row per batch (see ``_kernel_abi.PLAN_*``) says which rows it holds, its records' size
+and its first and max timestamps; the driver validated the input arrays (offsets inside their data)
+and the batch fields' ranges. :func:`write_header` also serves the driver, which writes the headers
+of compressed batches itself on both twins.
 """
 
 from __future__ import annotations
