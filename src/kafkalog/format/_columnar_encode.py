@@ -5,14 +5,14 @@ The kernel first *plans* (splits the rows into batches whose records section fit
 ``batch_bytes``, and finds each batch's first and max timestamp), then writes every record of
 every batch in one call: uncompressed, whole batches (header, records, CRC-32C) straight into a
 new output; otherwise into one scratch buffer that Python compresses batch by batch with
-:mod:`kafkalog.format.codecs`, writing each header and its CRC-32C. Inputs are checked here
+:mod:`kafkalog.format.codecs`, and the kernel writes each header, its compressed records and its
+CRC-32C into the output. Inputs are checked here
 (lengths, offsets inside their data, no null header keys, the batch fields' ranges) so the
 kernels can trust them.
 """
 
 from __future__ import annotations
 
-import struct
 from types import ModuleType
 
 import numpy as np
@@ -20,25 +20,21 @@ import pyarrow as pa
 
 from ._columnar_decode import HEADER_TYPE
 from ._kernels import kernels as default_kernels
-from ._pure_encode import write_header
-from .codecs import CompressionType, codec_for, compress
+from .codecs import CompressionType, codec_for
 from .constants import (
     NO_PARTITION_LEADER_EPOCH,
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
     NO_SEQUENCE,
     NO_TIMESTAMP,
-    RECORD_BATCH_OVERHEAD,
     TIMESTAMP_TYPE_MASK,
     TRANSACTIONAL_FLAG_MASK,
     TimestampType,
 )
-from .crc import crc32c
 from .record import Header
 
 __all__ = ["encode_columnar"]
 
-_U32 = struct.Struct(">I")
 _EMPTY_U8 = np.empty(0, np.uint8)
 _EMPTY_I64 = np.empty(0, np.int64)
 _PLAN_WIDTH = 5
@@ -206,7 +202,8 @@ def encode_columnar(
     n = len(values) if keys is None else len(keys)
     if isinstance(compression, str):
         compression = CompressionType.from_label(compression)
-    codec = int(codec_for(int(compression), magic=2).type)
+    codec_impl = codec_for(int(compression), magic=2)
+    codec = int(codec_impl.type)
     if timestamp_type == TimestampType.LOG_APPEND_TIME and log_append_time == NO_TIMESTAMP:
         raise ValueError("LogAppendTime needs log_append_time")
     if timestamp_type == TimestampType.NO_TIMESTAMP_TYPE:
@@ -282,16 +279,13 @@ def encode_columnar(
     scratch = np.empty(int(rows[:, 2].sum()), np.uint8)
     kernels.encode_records(source, plan, 0, n_batches, 0, scratch, 0)
     records = memoryview(scratch)
+    compress = codec_impl.compress
+    bodies = []
     pos = 0
-    for start, count, size, first_ts, max_ts in rows.tolist():
-        body = compress(codec, records[pos : pos + size], level=compression_level)
+    for size in rows[:, 2].tolist():
+        bodies.append(compress(records[pos : pos + size], level=compression_level, magic=2))
         pos += size
-        header = bytearray(RECORD_BATCH_OVERHEAD)
-        write_header(header, 0, fields, start, count, len(body), first_ts, max_ts)
-        _U32.pack_into(header, 17, crc32c(body, crc32c(memoryview(header)[21:])))
-        out += header
-        out += body
-    return out
+    return kernels.encode_compressed(plan, n_batches, fields, bodies)
 
 
 def _check_ranges(*fields: tuple[str, int, int]) -> None:

@@ -27,6 +27,7 @@ KERNEL_FUNCTIONS = (
     "encode_plan",
     "encode_records",
     "encode_batches",
+    "encode_compressed",
     "binary_column",
     "int64_column",
     "validate_records_v2",

@@ -3,8 +3,7 @@
 The compiled twin is ``_speedups_encode.c`` and ``_speedups_columns.c``; both must write identical
 bytes. A plan row per batch (see ``_kernel_abi.PLAN_*``) says which rows it holds, its records' size
 and its first and max timestamps; the driver validated the input arrays (offsets inside their data)
-and the batch fields' ranges. :func:`write_header` also serves the driver, which writes the headers
-of compressed batches itself on both twins.
+and the batch fields' ranges.
 """
 
 from __future__ import annotations
@@ -20,6 +19,7 @@ __all__ = [
     "Source",
     "binary_column",
     "encode_batches",
+    "encode_compressed",
     "encode_plan",
     "encode_records",
     "int64_column",
@@ -186,6 +186,23 @@ def write_header(out, pos: int, fields: tuple, start, count, size, first_ts, max
         sequence,
         count,
     )
+
+
+def encode_compressed(plan, n_batches: int, fields: tuple, bodies: list) -> bytearray:
+    """Each planned batch's header before its compressed records (``bodies[i]``), the CRC-32C
+    over both, as a new bytearray."""
+    p = memoryview(plan).cast("B").cast("q")
+    if len(bodies) != n_batches:
+        raise ValueError("encode_compressed: a body per planned batch, as bytes")
+    out = bytearray()
+    for b, body in enumerate(bodies):
+        start, count, _, first_ts, max_ts = p[b * A.PLAN_WIDTH : (b + 1) * A.PLAN_WIDTH].tolist()
+        header = bytearray(RECORD_BATCH_OVERHEAD)
+        write_header(header, 0, fields, start, count, len(body), first_ts, max_ts)
+        _U32.pack_into(header, 17, crc32c(body, crc32c(memoryview(header)[21:])))
+        out += header
+        out += body
+    return out
 
 
 def encode_batches(src: Source, plan, n_batches: int, fields: tuple) -> bytearray:

@@ -41,6 +41,9 @@ static PyMethodDef methods[] = {
     KERNEL(encode_records, "Write the records of planned batches; return the end position."),
     KERNEL(encode_batches,
            "Uncompressed planned batches, headers and CRCs included, as a new bytearray."),
+    KERNEL(encode_compressed,
+           "Planned batches from their compressed records, headers and CRCs included, as a new "
+           "bytearray."),
     {"binary_column", kl_binary_column, METH_O,
      "A list or tuple of bytes/None as (offsets, validity, data) bytearrays; else None."},
     {"int64_column", kl_int64_column, METH_O,

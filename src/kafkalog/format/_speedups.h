@@ -30,7 +30,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define ABI_VERSION 4
+#define ABI_VERSION 5
 
 /* output slots */
 enum {
@@ -162,6 +162,7 @@ PyObject *kl_decode_legacy_set(PyObject *mod, PyObject *const *args, Py_ssize_t 
 PyObject *kl_encode_plan(PyObject *mod, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kl_encode_records(PyObject *mod, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kl_encode_batches(PyObject *mod, PyObject *const *args, Py_ssize_t nargs);
+PyObject *kl_encode_compressed(PyObject *mod, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kl_binary_column(PyObject *mod, PyObject *seq);
 PyObject *kl_int64_column(PyObject *mod, PyObject *seq);
 PyObject *kl_new_bytearray(Py_ssize_t n); /* uninitialized; huge pages where large */

@@ -228,7 +228,7 @@ PyObject *kl_encode_records(PyObject *mod, PyObject *const *args, Py_ssize_t nar
 }
 
 
-/* -- whole uncompressed batches: header, records and CRC-32C, into one new bytearray ---------- */
+/* -- whole batches: header, records (or compressed records) and CRC-32C, into one bytearray ---- */
 static inline void put_be(uint8_t *p, uint64_t v, int bytes) {
     for (int i = bytes - 1; i >= 0; i--, v >>= 8) p[i] = (uint8_t)v;
 }
@@ -241,10 +241,26 @@ typedef struct {
     int log_append;
 } batch_fields_t;
 
-/* Kafka's 61-byte header of a planned batch whose records end at o + 61 + its size; its CRC-32C,
- * over attributes to the records' end, is computed last, while the batch is still in the cache. */
-static void write_header(uint8_t *o, const int64_t *row, const batch_fields_t *f) {
-    const int64_t start = row[PLAN_START], count = row[PLAN_COUNT], size = row[PLAN_BYTES];
+/* The fields tuple (base offset, attributes, leader epoch, producer id, producer epoch, base
+ * sequence, LogAppendTime or not, the append time); 0, or -1 with an exception set. */
+static int parse_fields(PyObject *t, batch_fields_t *f) {
+    if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != 8) {
+        PyErr_SetString(PyExc_TypeError, "batch fields: a tuple of 8 ints");
+        return -1;
+    }
+    long long v[8];
+    for (int i = 0; i < 8; i++) v[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(t, i));
+    if (PyErr_Occurred()) return -1;
+    *f = (batch_fields_t){v[0], v[3], v[7], (int32_t)v[2], (int32_t)v[5], (int16_t)v[1],
+                          (int16_t)v[4], v[6] != 0};
+    return 0;
+}
+
+/* Kafka's 61-byte header of a planned batch whose size bytes of records (or compressed records)
+ * follow it at o + 61; its CRC-32C, over attributes to the end, is computed last, while the
+ * batch is still in the cache. */
+static void write_header(uint8_t *o, const int64_t *row, int64_t size, const batch_fields_t *f) {
+    const int64_t start = row[PLAN_START], count = row[PLAN_COUNT];
     int64_t seq = f->base_sequence;
     if (seq >= 0) { /* DefaultRecordBatch.incrementSequence: past INT32_MAX from 0 */
         seq += start;
@@ -266,18 +282,14 @@ static void write_header(uint8_t *o, const int64_t *row, const batch_fields_t *f
 }
 
 PyObject *kl_encode_batches(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 4 || !PyObject_TypeCheck(args[0], &kl_SourceType) || !PyTuple_Check(args[3]) ||
-        PyTuple_GET_SIZE(args[3]) != 8) {
-        PyErr_SetString(PyExc_TypeError, "encode_batches(source, plan, n_batches, fields[8])");
+    if (nargs != 4 || !PyObject_TypeCheck(args[0], &kl_SourceType)) {
+        PyErr_SetString(PyExc_TypeError, "encode_batches(source, plan, n_batches, fields)");
         return NULL;
     }
     SourceObject *s = (SourceObject *)args[0];
     Py_ssize_t n_batches = PyLong_AsSsize_t(args[2]);
-    long long v[8];
-    for (int i = 0; i < 8; i++) v[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(args[3], i));
-    if (PyErr_Occurred()) return NULL;
-    batch_fields_t f = {v[0], v[3], v[7], (int32_t)v[2], (int32_t)v[5], (int16_t)v[1],
-                        (int16_t)v[4], v[6] != 0};
+    batch_fields_t f;
+    if ((n_batches == -1 && PyErr_Occurred()) || parse_fields(args[3], &f) < 0) return NULL;
     Py_buffer pv;
     if (PyObject_GetBuffer(args[1], &pv, PyBUF_C_CONTIGUOUS) < 0) return NULL;
     const int64_t *plan = pv.buf;
@@ -306,7 +318,7 @@ PyObject *kl_encode_batches(PyObject *mod, PyObject *const *args, Py_ssize_t nar
         const int64_t *row = plan + bi * PLAN_WIDTH;
         uint8_t *end = write_records(s, row, o + 61);
         if (end != o + 61 + row[PLAN_BYTES]) break; /* a plan that is not this source's */
-        write_header(o, row, &f);
+        write_header(o, row, row[PLAN_BYTES], &f);
         o = end;
     }
     Py_END_ALLOW_THREADS
@@ -316,5 +328,48 @@ PyObject *kl_encode_batches(PyObject *mod, PyObject *const *args, Py_ssize_t nar
         PyErr_SetString(PyExc_RuntimeError, "encode_batches wrote a different size than planned");
         return NULL;
     }
+    return out;
+}
+
+/* encode_compressed(plan, n_batches, fields, bodies) -> bytearray: each planned batch's header
+ * before its compressed records (bodies[i], bytes), the CRC-32C over both. */
+PyObject *kl_encode_compressed(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    if (nargs != 4 || !PyList_CheckExact(args[3])) {
+        PyErr_SetString(PyExc_TypeError, "encode_compressed(plan, n_batches, fields, bodies)");
+        return NULL;
+    }
+    Py_ssize_t n_batches = PyLong_AsSsize_t(args[1]);
+    batch_fields_t f;
+    if ((n_batches == -1 && PyErr_Occurred()) || parse_fields(args[2], &f) < 0) return NULL;
+    PyObject *bodies = args[3];
+    Py_buffer pv;
+    if (PyObject_GetBuffer(args[0], &pv, PyBUF_C_CONTIGUOUS) < 0) return NULL;
+    const int64_t *plan = pv.buf;
+    int bad = n_batches < 0 || n_batches * PLAN_WIDTH > pv.len / 8 ||
+              PyList_GET_SIZE(bodies) != n_batches;
+    Py_ssize_t total = 0;
+    for (Py_ssize_t bi = 0; !bad && bi < n_batches; bi++) {
+        PyObject *body = PyList_GET_ITEM(bodies, bi);
+        bad = !PyBytes_CheckExact(body) || PyBytes_GET_SIZE(body) > PY_SSIZE_T_MAX / 2 - total ||
+              plan[bi * PLAN_WIDTH + PLAN_COUNT] < 1;
+        if (!bad) total += 61 + PyBytes_GET_SIZE(body);
+    }
+    if (bad) {
+        PyBuffer_Release(&pv);
+        PyErr_SetString(PyExc_ValueError, "encode_compressed: a body per planned batch, as bytes");
+        return NULL;
+    }
+    PyObject *out = kl_new_bytearray(total);
+    if (out) {
+        uint8_t *o = (uint8_t *)PyByteArray_AS_STRING(out);
+        for (Py_ssize_t bi = 0; bi < n_batches; bi++) { /* the list cannot change: GIL held */
+            PyObject *body = PyList_GET_ITEM(bodies, bi);
+            Py_ssize_t size = PyBytes_GET_SIZE(body);
+            memcpy(o + 61, PyBytes_AS_STRING(body), (size_t)size);
+            write_header(o, plan + bi * PLAN_WIDTH, size, &f);
+            o += 61 + size;
+        }
+    }
+    PyBuffer_Release(&pv);
     return out;
 }
