@@ -12,6 +12,7 @@ from kafka.record import MemoryRecords as KpMemoryRecords
 
 from kafkalog.format import (
     CompressionType,
+    Header,
     MemoryRecords,
     MemoryRecordsBuilder,
     TimestampType,
@@ -178,6 +179,46 @@ def test_plain_columns_of_every_item_kind_encode_alike(name):
     for kk, vv, tt in variants:
         got = fast.encode_columnar(kk, vv, tt, kernels=twin(name))
         assert bytes(got) == expected
+
+
+@pytest.mark.parametrize("name", TWINS)
+def test_plain_headers_of_every_kind_encode_alike(name):
+    """Lists or tuples of (str, bytes or None) tuples (the compiled twin converts those itself)
+    and what it leaves to pyarrow (Header objects, [key, value] lists, a bytes value's subclass)
+    encode the same bytes, records without headers (None, empty) included."""
+
+    class Blob(bytes):
+        pass
+
+    rows = [
+        None
+        if i % 7 == 3
+        else [(f"h{j}", None if (i + j) % 4 == 0 else b"v" * j) for j in range(i % 3)]
+        for i in range(30)
+    ]
+    rows[5] = [("\u00e9t\u00e9", b"x"), ("", b"")]
+    k = [b"k%d" % i for i in range(30)]
+    expected = bytes(
+        fast.encode_columnar(k, k, None, pa.array(rows, fast.HEADER_TYPE), kernels=twin(name))
+    )
+    variants = [
+        rows,
+        tuple(None if hs is None else tuple(hs) for hs in rows),
+        [None if hs is None else [Header(a, b) for a, b in hs] for hs in rows],
+        [None if hs is None else [[a, b] for a, b in hs] for hs in rows],
+        [
+            None if hs is None else [(a, None if b is None else Blob(b)) for a, b in hs]
+            for hs in rows
+        ],
+    ]
+    for hh in variants:
+        assert bytes(fast.encode_columnar(k, k, None, hh, kernels=twin(name))) == expected
+
+
+@pytest.mark.parametrize("name", TWINS)
+def test_a_header_key_that_is_not_utf8_encodable_fails_alike(name):
+    with pytest.raises((ValueError, UnicodeError)):
+        fast.encode_columnar([b"k"], [b"v"], None, [[("\ud800", b"x")]], kernels=twin(name))
 
 
 @pytest.mark.parametrize("name", TWINS)

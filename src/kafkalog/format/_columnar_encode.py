@@ -123,8 +123,10 @@ def _timestamps(timestamps, n: int, kernels: ModuleType) -> np.ndarray:
     return ts
 
 
-def _header_parts(headers, n: int) -> tuple[np.ndarray, ...]:
-    """List offsets, key offsets/data, value offsets/validity/data of the headers column."""
+def _header_parts(headers, n: int, kernels: ModuleType) -> tuple[np.ndarray, ...]:
+    """List offsets, key offsets/data, value offsets/validity/data of the headers column (a list
+    or tuple of lists of ``(str, bytes or None)`` through the kernels' ``header_columns`` when
+    they have a compiled one; anything else, Header objects included, through pyarrow)."""
     if headers is None:
         return (
             _EMPTY_I64,
@@ -134,6 +136,20 @@ def _header_parts(headers, n: int) -> tuple[np.ndarray, ...]:
             _EMPTY_U8,
             _EMPTY_U8,
         )
+    if kernels is not None and isinstance(headers, (list, tuple)):
+        if len(headers) != n:
+            raise ValueError(f"headers has {len(headers)} items, keys/values have {n}")
+        parts = kernels.header_columns(headers)
+        if parts is not None:
+            list_offsets, k_off, k_data, v_off, v_valid, v_data = parts
+            return (
+                np.frombuffer(list_offsets, np.int64),
+                np.frombuffer(k_off, np.int64),
+                np.frombuffer(k_data, np.uint8),
+                np.frombuffer(v_off, np.int64),
+                np.frombuffer(v_valid, np.uint8),
+                np.frombuffer(v_data, np.uint8),
+            )
     if not isinstance(headers, (pa.Array, pa.ChunkedArray)):
         headers = [
             None
@@ -230,7 +246,7 @@ def encode_columnar(
     ts = _timestamps(timestamps, n, kernels)
     k_off, k_valid, k_data = _binary_parts(keys, n, "keys", kernels)
     v_off, v_valid, v_data = _binary_parts(values, n, "values", kernels)
-    h_off, hk_off, hk_data, hv_off, hv_valid, hv_data = _header_parts(headers, n)
+    h_off, hk_off, hk_data, hv_off, hv_valid, hv_data = _header_parts(headers, n, kernels)
     for offsets, what in (
         (k_off, "key"),
         (v_off, "value"),

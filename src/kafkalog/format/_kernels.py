@@ -30,6 +30,7 @@ KERNEL_FUNCTIONS = (
     "encode_compressed",
     "binary_column",
     "int64_column",
+    "header_columns",
     "validate_records_v2",
 )
 

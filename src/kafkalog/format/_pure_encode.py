@@ -22,6 +22,7 @@ __all__ = [
     "encode_compressed",
     "encode_plan",
     "encode_records",
+    "header_columns",
     "int64_column",
     "write_header",
 ]
@@ -228,4 +229,9 @@ def binary_column(seq) -> None:
 
 def int64_column(seq) -> None:
     """The compiled twin converts lists of ints itself; here numpy does (the driver's path)."""
+    return None
+
+
+def header_columns(seq) -> None:
+    """The compiled twin converts lists of header lists itself; here pyarrow does."""
     return None

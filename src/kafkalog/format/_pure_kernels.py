@@ -22,6 +22,7 @@ from ._pure_encode import (
     encode_compressed,
     encode_plan,
     encode_records,
+    header_columns,
     int64_column,
 )
 from .crc import crc32c
@@ -39,6 +40,7 @@ __all__ = [
     "encode_compressed",
     "encode_plan",
     "encode_records",
+    "header_columns",
     "int64_column",
     "validate_records_v2",
 ]

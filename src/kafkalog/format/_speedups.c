@@ -48,6 +48,9 @@ static PyMethodDef methods[] = {
      "A list or tuple of bytes/None as (offsets, validity, data) bytearrays; else None."},
     {"int64_column", kl_int64_column, METH_O,
      "A list or tuple of ints as int64s in a bytearray; else None."},
+    {"header_columns", kl_header_columns, METH_O,
+     "A list or tuple of header lists ((str, bytes/None) tuples) as the encoder's six header "
+     "arrays, in bytearrays; else None."},
     {"crc32", crc32_py, METH_O, "CRC-32 (zlib's), as used for magic 0/1 messages."},
     {"crc32c", crc32c_py, METH_O, "CRC-32C (Castagnoli), as used for v2 batches."},
     {"set_crc_hardware", crc_hardware_py, METH_O,

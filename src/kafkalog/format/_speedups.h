@@ -30,7 +30,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define ABI_VERSION 5
+#define ABI_VERSION 6
 
 /* output slots */
 enum {
@@ -165,6 +165,7 @@ PyObject *kl_encode_batches(PyObject *mod, PyObject *const *args, Py_ssize_t nar
 PyObject *kl_encode_compressed(PyObject *mod, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kl_binary_column(PyObject *mod, PyObject *seq);
 PyObject *kl_int64_column(PyObject *mod, PyObject *seq);
+PyObject *kl_header_columns(PyObject *mod, PyObject *seq);
 PyObject *kl_new_bytearray(Py_ssize_t n); /* uninitialized; huge pages where large */
 PyObject *kl_validate_records_v2(PyObject *mod, PyObject *const *args, Py_ssize_t nargs);
 

@@ -95,3 +95,93 @@ PyObject *kl_int64_column(PyObject *mod, PyObject *seq) {
     Py_DECREF(fast);
     return out;
 }
+
+/* The UTF-8 of a header key (an exact str), or NULL (no exception) for anything else, a str
+ * that cannot be encoded included: pyarrow then converts the column and reports it. */
+static const char *key_utf8(PyObject *k, Py_ssize_t *len) {
+    if (!PyUnicode_CheckExact(k)) return NULL;
+    const char *s = PyUnicode_AsUTF8AndSize(k, len);
+    if (!s) PyErr_Clear();
+    return s;
+}
+
+/* A record's headers: None, or an exact list or tuple of exact (str, bytes or None) tuples. */
+static int header_shape_ok(PyObject *hs) {
+    return hs == Py_None || PyList_CheckExact(hs) || PyTuple_CheckExact(hs);
+}
+
+/* header_columns(seq) -> (list offsets int64[n+1], key offsets int64[m+1], key data, value
+ * offsets int64[m+1], value validity uint8[m] or b"", value data) as bytearrays, or None when
+ * seq is not a list or tuple of such headers (a Header object, a bytes key...: pyarrow). */
+PyObject *kl_header_columns(PyObject *mod, PyObject *seq) {
+    if (!PyList_CheckExact(seq) && !PyTuple_CheckExact(seq)) Py_RETURN_NONE;
+    PyObject *fast = PySequence_Fast(seq, "header_columns");
+    if (!fast) return NULL;
+    const Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+    PyObject **rows = PySequence_Fast_ITEMS(fast);
+    Py_ssize_t m = 0, key_bytes = 0, value_bytes = 0, nulls = 0;
+    for (Py_ssize_t i = 0; i < n; i++) { /* shapes and sizes */
+        PyObject *hs = rows[i];
+        if (!header_shape_ok(hs)) goto other;
+        if (hs == Py_None) continue;
+        Py_ssize_t count = PySequence_Fast_GET_SIZE(hs);
+        PyObject **items = PySequence_Fast_ITEMS(hs);
+        for (Py_ssize_t j = 0; j < count; j++) {
+            PyObject *h = items[j];
+            if (!PyTuple_CheckExact(h) || PyTuple_GET_SIZE(h) != 2) goto other;
+            PyObject *v = PyTuple_GET_ITEM(h, 1);
+            Py_ssize_t klen;
+            if (!key_utf8(PyTuple_GET_ITEM(h, 0), &klen)) goto other;
+            key_bytes += klen;
+            if (v == Py_None) nulls++;
+            else if (PyBytes_CheckExact(v)) value_bytes += PyBytes_GET_SIZE(v);
+            else goto other;
+        }
+        m += count;
+    }
+    PyObject *lo = kl_new_bytearray(8 * (n + 1)), *ko = kl_new_bytearray(8 * (m + 1));
+    PyObject *kd = kl_new_bytearray(key_bytes), *vo = kl_new_bytearray(8 * (m + 1));
+    PyObject *vv = kl_new_bytearray(nulls ? m : 0), *vd = kl_new_bytearray(value_bytes);
+    PyObject *out = NULL;
+    if (lo && ko && kd && vo && vv && vd) {
+        int64_t *plo = (int64_t *)PyByteArray_AS_STRING(lo), *pko = (int64_t *)PyByteArray_AS_STRING(ko);
+        int64_t *pvo = (int64_t *)PyByteArray_AS_STRING(vo);
+        uint8_t *pkd = (uint8_t *)PyByteArray_AS_STRING(kd), *pvd = (uint8_t *)PyByteArray_AS_STRING(vd);
+        uint8_t *pvv = (uint8_t *)PyByteArray_AS_STRING(vv);
+        Py_ssize_t h = 0, kat = 0, vat = 0;
+        plo[0] = pko[0] = pvo[0] = 0;
+        for (Py_ssize_t i = 0; i < n; i++) { /* the objects cannot change: the GIL is held */
+            PyObject *hs = rows[i];
+            Py_ssize_t count = hs == Py_None ? 0 : PySequence_Fast_GET_SIZE(hs);
+            PyObject **items = hs == Py_None ? NULL : PySequence_Fast_ITEMS(hs);
+            for (Py_ssize_t j = 0; j < count; j++, h++) {
+                PyObject *k = PyTuple_GET_ITEM(items[j], 0), *v = PyTuple_GET_ITEM(items[j], 1);
+                Py_ssize_t klen;
+                const char *ks = key_utf8(k, &klen); /* cached by the str since the first pass */
+                memcpy(pkd + kat, ks, (size_t)klen);
+                kat += klen;
+                pko[h + 1] = kat;
+                if (v != Py_None) {
+                    Py_ssize_t vlen = PyBytes_GET_SIZE(v);
+                    memcpy(pvd + vat, PyBytes_AS_STRING(v), (size_t)vlen);
+                    vat += vlen;
+                }
+                if (nulls) pvv[h] = v != Py_None;
+                pvo[h + 1] = vat;
+            }
+            plo[i + 1] = h;
+        }
+        out = PyTuple_Pack(6, lo, ko, kd, vo, vv, vd);
+    }
+    Py_DECREF(fast);
+    Py_XDECREF(lo);
+    Py_XDECREF(ko);
+    Py_XDECREF(kd);
+    Py_XDECREF(vo);
+    Py_XDECREF(vv);
+    Py_XDECREF(vd);
+    return out;
+other:
+    Py_DECREF(fast);
+    Py_RETURN_NONE;
+}
