@@ -156,6 +156,15 @@ def test_arrow_inputs_of_every_binary_kind_encode_alike():
             assert bytes(fast.encode_columnar(kk, vv, tt, hh)) == expected
 
 
+def kafka_python_rows(data: bytes) -> list[tuple]:
+    """(timestamp, key, value, headers) of every record, as kafka-python's decoder reads them."""
+    kp = KpMemoryRecords(data)
+    rows = []
+    while kp.has_next():
+        rows += [(r.timestamp, r.key, r.value, list(r.headers)) for r in kp.next_batch()]
+    return rows
+
+
 @pytest.mark.parametrize("name", TWINS)
 def test_plain_columns_of_every_item_kind_encode_alike(name):
     """Lists and tuples of bytes and None (the compiled twin converts those itself), and items
@@ -169,6 +178,7 @@ def test_plain_columns_of_every_item_kind_encode_alike(name):
     v = [b"v" * i for i in range(40)]
     ts = [1000 + i for i in range(40)]
     expected = bytes(fast.encode_columnar(pa.array(k), pa.array(v), pa.array(ts)))
+    assert kafka_python_rows(expected) == [(t, a, b, []) for t, a, b in zip(ts, k, v, strict=True)]
     variants = [
         (k, v, ts),
         (tuple(k), tuple(v), tuple(ts)),
@@ -198,9 +208,13 @@ def test_plain_headers_of_every_kind_encode_alike(name):
     ]
     rows[5] = [("\u00e9t\u00e9", b"x"), ("", b"")]
     k = [b"k%d" % i for i in range(30)]
+    ts = list(range(30))
     expected = bytes(
-        fast.encode_columnar(k, k, None, pa.array(rows, fast.HEADER_TYPE), kernels=twin(name))
+        fast.encode_columnar(k, k, ts, pa.array(rows, fast.HEADER_TYPE), kernels=twin(name))
     )
+    assert kafka_python_rows(expected) == [
+        (t, a, a, list(hs or [])) for t, a, hs in zip(ts, k, rows, strict=True)
+    ]
     variants = [
         rows,
         tuple(None if hs is None else tuple(hs) for hs in rows),
@@ -212,7 +226,7 @@ def test_plain_headers_of_every_kind_encode_alike(name):
         ],
     ]
     for hh in variants:
-        assert bytes(fast.encode_columnar(k, k, None, hh, kernels=twin(name))) == expected
+        assert bytes(fast.encode_columnar(k, k, ts, hh, kernels=twin(name))) == expected
 
 
 @pytest.mark.parametrize("name", TWINS)

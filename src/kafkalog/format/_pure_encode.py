@@ -24,7 +24,6 @@ __all__ = [
     "encode_records",
     "header_columns",
     "int64_column",
-    "write_header",
 ]
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
@@ -164,7 +163,7 @@ def encode_records(src: Source, plan, b_from: int, b_to: int, gap: int, out, pos
     return pos
 
 
-def write_header(out, pos: int, fields: tuple, start, count, size, first_ts, max_ts) -> None:
+def _write_header(out, pos: int, fields: tuple, start, count, size, first_ts, max_ts) -> None:
     """Kafka's batch header for a planned batch of ``size`` bytes of records (or compressed
     records) at ``out[pos:]``, its CRC field zero. ``fields``: base offset, attributes, leader
     epoch, producer id, producer epoch, base sequence, LogAppendTime or not, the append time."""
@@ -199,7 +198,7 @@ def encode_compressed(plan, n_batches: int, fields: tuple, bodies: list) -> byte
     for b, body in enumerate(bodies):
         start, count, _, first_ts, max_ts = p[b * A.PLAN_WIDTH : (b + 1) * A.PLAN_WIDTH].tolist()
         header = bytearray(RECORD_BATCH_OVERHEAD)
-        write_header(header, 0, fields, start, count, len(body), first_ts, max_ts)
+        _write_header(header, 0, fields, start, count, len(body), first_ts, max_ts)
         _U32.pack_into(header, 17, crc32c(body, crc32c(memoryview(header)[21:])))
         out += header
         out += body
@@ -215,7 +214,7 @@ def encode_batches(src: Source, plan, n_batches: int, fields: tuple) -> bytearra
     view = memoryview(out)
     pos = 0
     for start, count, size, first_ts, max_ts in rows:
-        write_header(out, pos, fields, start, count, size, first_ts, max_ts)
+        _write_header(out, pos, fields, start, count, size, first_ts, max_ts)
         end = pos + RECORD_BATCH_OVERHEAD + size
         _U32.pack_into(out, pos + 17, crc32c(view[pos + 21 : end]))
         pos = end
