@@ -36,6 +36,8 @@ int kl_legacy_row(SinkObject *s, const uint8_t *b, Py_ssize_t pos, Py_ssize_t en
     if (n + 1 > s->cap[S_OFFSET]) GROW(GROW_ROWS, n + 1);
     if (k_len > 0 && ku + k_len > s->cap[S_KEY_DATA]) GROW(GROW_KEY_DATA, ku + k_len);
     if (v_len > 0 && vu + v_len > s->cap[S_VALUE_DATA]) GROW(GROW_VALUE_DATA, vu + v_len);
+    prefetch_output((uint8_t *)s->p[S_VALUE_DATA] + vu, 512);
+    prefetch_output((uint8_t *)s->p[S_VALUE_DATA] + vu, 576);
     if (k_len >= 0) {
         memcpy((uint8_t *)s->p[S_KEY_DATA] + ku, b + kv[0], (size_t)k_len);
         ku += k_len;

@@ -235,6 +235,10 @@ int kl_records_v2(SinkObject *s, const uint8_t *b, Py_ssize_t start, Py_ssize_t 
     Py_ssize_t pos = start;
     for (int64_t i = 0; i < count; i++) {
         Py_ssize_t record_start = pos;
+        /* a record's value (the largest field) may span two lines; header values share one */
+        prefetch_output(o_vd + vu, 512);
+        prefetch_output(o_vd + vu, 576);
+        prefetch_output(o_hvd + hvu, 256);
         crc_run_t *crc = bt->crc;
         if (crc && pos - crc->pos >= CRC_STEP) {
             crc->state = kl_crc32c_update(crc->state, b + crc->pos, pos - crc->pos);
