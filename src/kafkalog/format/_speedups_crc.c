@@ -327,7 +327,8 @@ CLMUL_TARGET static uint32_t crc32_short(const uint8_t *p, Py_ssize_t n) {
 
 /* The 512-bit sum of the block products, XORed down into acc. */
 VCLMUL_TARGET static inline __m128i fold_sum_into(__m128i acc, __m512i sum) {
-    __m256i half = _mm256_xor_si256(_mm512_castsi512_si256(sum), _mm512_extracti64x4_epi64(sum, 1));
+    __m256i half = _mm256_xor_si256(_mm512_castsi512_si256(sum),
+                                    _mm512_extracti64x4_epi64(sum, 1));
     return _mm_xor_si128(acc, _mm_xor_si128(_mm256_castsi256_si128(half),
                                             _mm256_extracti128_si256(half, 1)));
 }
