@@ -8,11 +8,9 @@ and the batch fields' ranges.
 
 from __future__ import annotations
 
-import struct
-
 from . import _kernel_abi as A
-from .constants import NO_SEQUENCE, RECORD_BATCH_OVERHEAD
-from .crc import crc32c
+from .batch import encode_batch_header
+from .constants import LOG_OVERHEAD, NO_SEQUENCE, RECORD_BATCH_OVERHEAD
 from .record import increment_sequence
 
 __all__ = [
@@ -25,9 +23,6 @@ __all__ = [
     "header_columns",
     "int64_column",
 ]
-
-_HEADER = struct.Struct(">qiibIhiqqqhii")
-_U32 = struct.Struct(">I")
 
 _M64 = 0xFFFFFFFFFFFFFFFF
 
@@ -163,61 +158,55 @@ def encode_records(src: Source, plan, b_from: int, b_to: int, gap: int, out, pos
     return pos
 
 
-def _write_header(out, pos: int, fields: tuple, start, count, size, first_ts, max_ts) -> None:
-    """Kafka's batch header for a planned batch of ``size`` bytes of records (or compressed
-    records) at ``out[pos:]``, its CRC field zero. ``fields``: base offset, attributes, leader
-    epoch, producer id, producer epoch, base sequence, LogAppendTime or not, the append time."""
+def _batch(fields: tuple, row: list, records) -> bytes:
+    """A planned batch (``row``: its plan row) whole, around its records section (compressed or
+    not), by the format's own header writer. ``fields``: base offset, attributes, leader epoch,
+    producer id, producer epoch, base sequence, LogAppendTime or not, the append time."""
     base_offset, attributes, leader_epoch, pid, epoch, base_seq, log_append, append_time = fields
-    sequence = base_seq if base_seq == NO_SEQUENCE else increment_sequence(base_seq, start)
-    _HEADER.pack_into(
-        out,
-        pos,
-        base_offset + start,
-        RECORD_BATCH_OVERHEAD - 12 + size,
-        leader_epoch,
-        2,
-        0,
-        attributes,
-        count - 1,
-        first_ts,
-        append_time if log_append else max_ts,
-        pid,
-        epoch,
-        sequence,
-        count,
+    start, count, _, first_ts, max_ts = row
+    return encode_batch_header(
+        base_offset=base_offset + start,
+        length=RECORD_BATCH_OVERHEAD - LOG_OVERHEAD + len(records),
+        attributes=attributes,
+        last_offset_delta=count - 1,
+        base_timestamp=first_ts,
+        max_timestamp=append_time if log_append else max_ts,
+        producer_id=pid,
+        producer_epoch=epoch,
+        base_sequence=base_seq if base_seq == NO_SEQUENCE else increment_sequence(base_seq, start),
+        records_count=count,
+        partition_leader_epoch=leader_epoch,
+        records=records,
     )
+
+
+def _plan_rows(plan, n_batches: int) -> list[list[int]]:
+    p = memoryview(plan).cast("B").cast("q")
+    return [p[b * A.PLAN_WIDTH : (b + 1) * A.PLAN_WIDTH].tolist() for b in range(n_batches)]
 
 
 def encode_compressed(plan, n_batches: int, fields: tuple, bodies: list) -> bytearray:
     """Each planned batch's header before its compressed records (``bodies[i]``), the CRC-32C
     over both, as a new bytearray."""
-    p = memoryview(plan).cast("B").cast("q")
     if len(bodies) != n_batches:
         raise ValueError("encode_compressed: a body per planned batch, as bytes")
     out = bytearray()
-    for b, body in enumerate(bodies):
-        start, count, _, first_ts, max_ts = p[b * A.PLAN_WIDTH : (b + 1) * A.PLAN_WIDTH].tolist()
-        header = bytearray(RECORD_BATCH_OVERHEAD)
-        _write_header(header, 0, fields, start, count, len(body), first_ts, max_ts)
-        _U32.pack_into(header, 17, crc32c(body, crc32c(memoryview(header)[21:])))
-        out += header
-        out += body
+    for row, body in zip(_plan_rows(plan, n_batches), bodies):
+        out += _batch(fields, row, body)
     return out
 
 
 def encode_batches(src: Source, plan, n_batches: int, fields: tuple) -> bytearray:
     """The planned batches uncompressed, headers and CRC-32Cs included, as a new bytearray."""
-    p = memoryview(plan).cast("B").cast("q")
-    rows = [p[b * A.PLAN_WIDTH : (b + 1) * A.PLAN_WIDTH].tolist() for b in range(n_batches)]
-    out = bytearray(sum(r[A.PLAN_BYTES] for r in rows) + RECORD_BATCH_OVERHEAD * n_batches)
-    encode_records(src, plan, 0, n_batches, RECORD_BATCH_OVERHEAD, out, 0)
-    view = memoryview(out)
+    rows = _plan_rows(plan, n_batches)
+    records = bytearray(sum(r[A.PLAN_BYTES] for r in rows))
+    encode_records(src, plan, 0, n_batches, 0, records, 0)
+    view = memoryview(records)
+    out = bytearray()
     pos = 0
-    for start, count, size, first_ts, max_ts in rows:
-        _write_header(out, pos, fields, start, count, size, first_ts, max_ts)
-        end = pos + RECORD_BATCH_OVERHEAD + size
-        _U32.pack_into(out, pos + 17, crc32c(view[pos + 21 : end]))
-        pos = end
+    for row in rows:
+        out += _batch(fields, row, view[pos : pos + row[A.PLAN_BYTES]])
+        pos += row[A.PLAN_BYTES]
     return out
 
 
