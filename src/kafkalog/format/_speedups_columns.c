@@ -23,6 +23,14 @@ PyObject *kl_new_bytearray(Py_ssize_t n) {
     return out;
 }
 
+/* x (exact bytes, or None for nothing) copied to data[at:]; the fill level after it. */
+static inline Py_ssize_t put_binary(uint8_t *data, Py_ssize_t at, PyObject *x) {
+    if (x == Py_None) return at;
+    Py_ssize_t len = PyBytes_GET_SIZE(x);
+    memcpy(data + at, PyBytes_AS_STRING(x), (size_t)len);
+    return at + len;
+}
+
 /* binary_column(seq) -> (offsets int64[n+1], validity uint8[n] or b"", data) as bytearrays, or
  * None when seq is not a list or tuple of bytes and None. */
 PyObject *kl_binary_column(PyObject *mod, PyObject *seq) {
@@ -50,11 +58,7 @@ PyObject *kl_binary_column(PyObject *mod, PyObject *seq) {
         o[0] = 0;
         for (Py_ssize_t i = 0; i < n; i++) {
             PyObject *x = items[i];
-            if (x != Py_None) {
-                Py_ssize_t len = PyBytes_GET_SIZE(x);
-                memcpy(d + at, PyBytes_AS_STRING(x), (size_t)len);
-                at += len;
-            }
+            at = put_binary(d, at, x);
             if (nulls) v[i] = x != Py_None;
             o[i + 1] = at;
         }
@@ -161,11 +165,7 @@ PyObject *kl_header_columns(PyObject *mod, PyObject *seq) {
                 memcpy(pkd + kat, ks, (size_t)klen);
                 kat += klen;
                 pko[h + 1] = kat;
-                if (v != Py_None) {
-                    Py_ssize_t vlen = PyBytes_GET_SIZE(v);
-                    memcpy(pvd + vat, PyBytes_AS_STRING(v), (size_t)vlen);
-                    vat += vlen;
-                }
+                vat = put_binary(pvd, vat, v);
                 if (nulls) pvv[h] = v != Py_None;
                 pvo[h + 1] = vat;
             }
