@@ -14,7 +14,7 @@ setup(
         Extension(
             "kafkalog.format._speedups",
             sources=[f"{FORMAT}_speedups{part}.c" for part in SOURCES],
-            depends=[f"{FORMAT}_speedups.h"],
+            depends=[f"{FORMAT}_speedups.h", f"{FORMAT}_speedups_fold.h"],
             extra_compile_args=[
                 "-O2",
                 "-std=c99",

@@ -39,6 +39,52 @@ def test_both_twins_export_every_kernel_function():
     assert _pure_kernels.ABI_VERSION == _kernel_abi.ABI_VERSION
 
 
+def test_compiled_batch_crcs_followed_by_the_walk_at_every_level():
+    """An uncompressed v2 batch's CRC-32C is computed as its records are walked: in steps of
+    16 KiB, or (with AVX-512) folded 64 bytes at a time with the rest finished after the walk.
+    Batches of every length modulo 64, from less than one block to several steps, validate at
+    every CRC code level; damage anywhere reports the crc32c package's CRC of the damaged bytes.
+    The batches are kafka-python's."""
+    if FORCED_PURE:
+        return
+    import random
+    import re
+
+    import crc32c
+    import pytest
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+
+    from kafkalog.errors import CorruptRecordError
+    from kafkalog.format import _speedups
+
+    rng = random.Random(13)
+    batches = []
+    for count, size in [*((1, n) for n in range(0, 130)), (9, 40), (200, 97), (700, 150)]:
+        builder = DefaultRecordBatchBuilder(2, 0, 0, -1, -1, -1, batch_size=1 << 30)
+        for i in range(count):
+            headers = [("h", rng.randbytes(i % 7))] if i % 3 else []
+            builder.append(i, 1_000 + i, rng.randbytes(i % 5) or None, rng.randbytes(size), headers)
+        batches.append(bytes(builder.build()))
+    assert {len(b) % 64 for b in batches} == set(range(64))
+    decoder = fast.ColumnarDecoder(kernels=_speedups)
+    top = _speedups.set_crc_hardware(2)
+    try:
+        for level in range(top + 1):
+            _speedups.set_crc_hardware(level)
+            for data in batches:
+                count = int.from_bytes(data[57:61], "big")
+                assert decoder.decode(data, validate_crc=True).num_rows == count
+                for where in sorted({45, 61 + (len(data) - 61) // 2, len(data) - 1}):
+                    bad = bytearray(data)
+                    bad[where] ^= 0x40
+                    with pytest.raises(CorruptRecordError) as e:
+                        decoder.decode(bytes(bad), validate_crc=True)
+                    computed = int(re.search(r"computed crc = (\d+)", str(e.value)).group(1))
+                    assert computed == crc32c.crc32c(bytes(bad[21:])), (level, len(data), where)
+    finally:
+        _speedups.set_crc_hardware(2)
+
+
 def test_compiled_constants_match_the_abi():
     if FORCED_PURE:
         return

@@ -11,7 +11,7 @@
  * (crc32_short, crc32_short_wide with AVX-512): its 16-byte blocks are folded straight to the end
  * in parallel, not one after another, and the result is reduced without tables.
  */
-#include "_speedups.h"
+#include "_speedups_fold.h"
 
 #define POLY_CRC32 0xEDB88320u  /* bit-reflected */
 #define POLY_CRC32C 0x82F63B78u /* bit-reflected */
@@ -21,9 +21,7 @@
 static uint32_t tab32[8][256], tab32c[8][256];
 static uint32_t zeros_long[4][256], zeros_short[4][256]; /* CRC-32C over STREAM_* zero bytes */
 
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <immintrin.h>
-#define HAVE_X86_CRC 1
+#ifdef HAVE_X86_CRC
 static int use_clmul = 0;  /* PCLMULQDQ (128-bit folding) */
 static int use_vclmul = 0; /* AVX-512 VPCLMULQDQ (512-bit folding) */
 static int use_sse42 = 0;  /* the crc32 instruction (CRC-32C only) */
@@ -120,6 +118,14 @@ void kl_crc_init(void) {
 #endif
 }
 
+int kl_crc_folds_in_walk(void) {
+#ifdef HAVE_X86_CRC
+    return use_vclmul;
+#else
+    return 0;
+#endif
+}
+
 const char *kl_crc_implementation(void) {
 #ifdef HAVE_X86_CRC
     if (use_vclmul) return "vpclmulqdq";
@@ -142,11 +148,8 @@ typedef struct {
 } fold_t;
 static const fold_t fold32 = {{0x11542778aLL, 0x1322d1430LL}, {0x154442bd4LL, 0x1c6e41596LL},
                               {0x1751997d0LL, 0x0ccaa009eLL}, tab32};
-static const fold_t fold32c = {{0x0dcb17aa4LL, 0x0b9e02b86LL}, {0x0740eef02LL, 0x09e4addf8LL},
-                               {0x0f20c0dfeLL, 0x14cd00bd6LL}, tab32c};
+static const fold_t fold32c = {{0x0dcb17aa4LL, 0x0b9e02b86LL}, CRC32C_K512, CRC32C_K128, tab32c};
 
-#define CLMUL_TARGET __attribute__((target("pclmul,sse2")))
-#define VCLMUL_TARGET __attribute__((target("avx,avx512f,vpclmulqdq,pclmul,sse2")))
 
 /* Lane x multiplied forward: its low qword by k's low, its high by k's high, summed. */
 CLMUL_TARGET static inline __m128i clmul_pair(__m128i x, __m128i k) {

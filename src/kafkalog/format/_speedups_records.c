@@ -3,7 +3,7 @@
  * record.py's rules (and error positions) for every field; header keys are checked as UTF-8 and
  * replaced as Kafka's String decoding does.
  */
-#include "_speedups.h"
+#include "_speedups_fold.h"
 
 
 /* -- UTF-8: header keys decode as Kafka's new String(bytes, UTF_8), i.e. Python's "replace" ---- */
@@ -129,8 +129,17 @@ static const uint64_t HIGH_BITS[9] = {
 /* memcpy for the short fields records are full of (keys, header keys and values): inline, with
  * overlapping loads and stores that stay inside [dst, dst + n) and [src, src + n). */
 static inline void copy_bytes(uint8_t *dst, const uint8_t *src, size_t n) {
-    if (n > 16) {
+    if (n > 128) {
         memcpy(dst, src, n);
+    } else if (n > 64) {
+        memcpy(dst, src, 64);
+        memcpy(dst + n - 64, src + n - 64, 64);
+    } else if (n > 32) {
+        memcpy(dst, src, 32);
+        memcpy(dst + n - 32, src + n - 32, 32);
+    } else if (n > 16) {
+        memcpy(dst, src, 16);
+        memcpy(dst + n - 16, src + n - 16, 16);
     } else if (n >= 8) {
         uint64_t head, tail;
         memcpy(&head, src, 8);
@@ -210,10 +219,25 @@ static void fill_batch_columns(SinkObject *s, int64_t from, int64_t to, const ba
     }
 }
 
+/* How the walk keeps bt->crc up to date behind it: told at each record how far it has walked. */
+typedef void (*crc_follow_t)(void *fold, crc_run_t *crc, const uint8_t *b, Py_ssize_t walked);
+
+/* In steps of CRC_STEP bytes. */
+static inline void crc_in_steps(void *unused, crc_run_t *crc, const uint8_t *b, Py_ssize_t walked) {
+    (void)unused;
+    if (walked - crc->pos >= CRC_STEP) {
+        crc->state = kl_crc32c_update(crc->state, b + crc->pos, walked - crc->pos);
+        crc->pos = walked;
+    }
+}
+
 /* Append the records of b[start:end]; 0, or -1 with r filled (ERROR or NEED_SPACE). Fill levels
- * change only on success, so the caller can retry after growing. */
-int kl_records_v2(SinkObject *s, const uint8_t *b, Py_ssize_t start, Py_ssize_t end,
-                  const batch_t *bt, result_t *r) {
+ * change only on success, so the caller can retry after growing. Inlined into each of its two
+ * callers below, with its way of following the CRC. */
+static inline __attribute__((always_inline)) int walk_v2(SinkObject *s, const uint8_t *b,
+                                                         Py_ssize_t start, Py_ssize_t end,
+                                                         const batch_t *bt, result_t *r,
+                                                         crc_follow_t follow, void *fold) {
     int64_t *st = s->p[S_STATE];
     int64_t count = bt->count;
     if (count * 7 > (int64_t)(end - start)) FAIL(E_COUNT_TOO_LARGE, start, count, end - start, 0);
@@ -239,11 +263,7 @@ int kl_records_v2(SinkObject *s, const uint8_t *b, Py_ssize_t start, Py_ssize_t 
         prefetch_output(o_vd + vu, 512);
         prefetch_output(o_vd + vu, 576);
         prefetch_output(o_hvd + hvu, 256);
-        crc_run_t *crc = bt->crc;
-        if (crc && pos - crc->pos >= CRC_STEP) {
-            crc->state = kl_crc32c_update(crc->state, b + crc->pos, pos - crc->pos);
-            crc->pos = pos;
-        }
+        if (bt->crc) follow(fold, bt->crc, b, pos);
         int64_t length, ts_delta, offset_delta, k_len, v_len, h_count;
         READ_VARINT(length, end, 5, F_RECORD_LENGTH);
         if (length < 0 || length > (int64_t)(end - pos))
@@ -379,6 +399,31 @@ int kl_records_v2(SinkObject *s, const uint8_t *b, Py_ssize_t start, Py_ssize_t 
     st[ST_HKEY_BYTES] = hku;
     st[ST_HVAL_BYTES] = hvu;
     return 0;
+}
+
+#ifdef HAVE_X86_CRC
+VCLMUL_TARGET static inline void crc_folded(void *fold, crc_run_t *crc, const uint8_t *b,
+                                            Py_ssize_t walked) {
+    crc_fold_to((crc_fold_t *)fold, crc, b, walked);
+}
+
+/* The walk with its batch's CRC folded as it goes, compiled for AVX-512 to have it inline. */
+VCLMUL_TARGET static int walk_v2_folding(SinkObject *s, const uint8_t *b, Py_ssize_t start,
+                                         Py_ssize_t end, const batch_t *bt, result_t *r) {
+    crc_fold_t fold = {.started = 0};
+    int rc = walk_v2(s, b, start, end, bt, r, crc_folded, &fold);
+    if (!rc) crc_fold_to(&fold, bt->crc, b, end);
+    crc_fold_end(&fold, bt->crc);
+    return rc;
+}
+#endif
+
+int kl_records_v2(SinkObject *s, const uint8_t *b, Py_ssize_t start, Py_ssize_t end,
+                  const batch_t *bt, result_t *r) {
+#ifdef HAVE_X86_CRC
+    if (bt->crc && kl_crc_folds_in_walk()) return walk_v2_folding(s, b, start, end, bt, r);
+#endif
+    return walk_v2(s, b, start, end, bt, r, crc_in_steps, NULL);
 }
 
 /* -- validation only: the same walk as kl_records_v2, writing nothing per record --------------- */
