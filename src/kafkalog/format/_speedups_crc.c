@@ -151,15 +151,6 @@ static const fold_t fold32 = {{0x11542778aLL, 0x1322d1430LL}, {0x154442bd4LL, 0x
 static const fold_t fold32c = {{0x0dcb17aa4LL, 0x0b9e02b86LL}, CRC32C_K512, CRC32C_K128, tab32c};
 
 
-/* Lane x multiplied forward: its low qword by k's low, its high by k's high, summed. */
-CLMUL_TARGET static inline __m128i clmul_pair(__m128i x, __m128i k) {
-    return _mm_xor_si128(_mm_clmulepi64_si128(x, k, 0x00), _mm_clmulepi64_si128(x, k, 0x11));
-}
-
-CLMUL_TARGET static inline __m128i fold128(__m128i x, __m128i k, __m128i next) {
-    return _mm_xor_si128(clmul_pair(x, k), next);
-}
-
 /* Fold the rest 16 bytes at a time into lane x; returns the CRC state after *used bytes. */
 CLMUL_TARGET static uint32_t finish_lanes(const fold_t *f, __m128i x, const uint8_t *start,
                                           const uint8_t *p, Py_ssize_t n, Py_ssize_t *used) {
@@ -193,11 +184,6 @@ CLMUL_TARGET static uint32_t crc_clmul(const fold_t *f, uint32_t c, const uint8_
 
 /* The same with AVX-512's VPCLMULQDQ: four 512-bit registers of four lanes each, 256 bytes a
  * round. n >= 256. */
-VCLMUL_TARGET static inline __m512i fold512(__m512i z, __m512i k, __m512i next) {
-    return _mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128(z, k, 0x00),
-                                     _mm512_clmulepi64_epi128(z, k, 0x11), next, 0x96);
-}
-
 VCLMUL_TARGET static uint32_t crc_vclmul(const fold_t *f, uint32_t c, const uint8_t *p,
                                          Py_ssize_t n, Py_ssize_t *used) {
     const uint8_t *start = p;

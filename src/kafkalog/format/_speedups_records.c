@@ -127,7 +127,8 @@ static const uint64_t HIGH_BITS[9] = {
 };
 
 /* memcpy for the short fields records are full of (keys, header keys and values): inline, with
- * overlapping loads and stores that stay inside [dst, dst + n) and [src, src + n). */
+ * overlapping loads and stores that stay inside [dst, dst + n) and [src, src + n). Values of up
+ * to 128 bytes too: the walk that folds a CRC would save its vector register around each call. */
 static inline void copy_bytes(uint8_t *dst, const uint8_t *src, size_t n) {
     if (n > 128) {
         memcpy(dst, src, n);
@@ -223,7 +224,8 @@ static void fill_batch_columns(SinkObject *s, int64_t from, int64_t to, const ba
 typedef void (*crc_follow_t)(void *fold, crc_run_t *crc, const uint8_t *b, Py_ssize_t walked);
 
 /* In steps of CRC_STEP bytes. */
-static inline void crc_in_steps(void *unused, crc_run_t *crc, const uint8_t *b, Py_ssize_t walked) {
+static inline void crc_in_steps(void *unused, crc_run_t *crc, const uint8_t *b,
+                                Py_ssize_t walked) {
     (void)unused;
     if (walked - crc->pos >= CRC_STEP) {
         crc->state = kl_crc32c_update(crc->state, b + crc->pos, walked - crc->pos);
