@@ -121,10 +121,14 @@ class Inflater:
         pos, flg, max_block = known
         checksum = 4 if flg & _lz4._FLG_BLOCK_CHECKSUM else 0
         total = 0
+        # A 1 MB batch is some 16 blocks: the loop keeps its lookups local and grows the buffer
+        # only when a block may not fit.
+        unpack, decompress_into = _U32LE.unpack_from, cramjam.lz4.decompress_block_into
+        out, have = self._view, len(self._out)
         while True:
             if size - pos < 4:
                 return None
-            (word,) = _U32LE.unpack_from(view, pos)
+            (word,) = unpack(view, pos)
             length = word & ~_RAW
             pos += 4
             if length == 0:
@@ -135,12 +139,15 @@ class Inflater:
                 if total + length > max_size:
                     return None
                 self._room(total + length, total)[total : total + length] = view[pos : pos + length]
+                out, have = self._view, len(self._out)
                 total += length
             else:
-                limit = min(max_block, _lz4._MAX_EXPANSION * length + _lz4._EXPANSION_SLACK)
-                room = min(limit, max_size - total)
-                out = self._room(total + room, total)[total : total + room]
-                total += cramjam.lz4.decompress_block_into(view[pos : pos + length], out)
+                room = min(max_block, _lz4._MAX_EXPANSION * length + _lz4._EXPANSION_SLACK)
+                if room > max_size - total:
+                    room = max_size - total
+                if have < total + room:
+                    out, have = self._room(total + room, total), len(self._out)
+                total += decompress_into(view[pos : pos + length], out[total : total + room])
             pos += length + checksum
         if flg & _lz4._FLG_CONTENT_CHECKSUM and size - pos < 4:
             return None
