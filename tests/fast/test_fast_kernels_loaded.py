@@ -40,8 +40,9 @@ def test_both_twins_export_every_kernel_function():
 
 
 def test_compiled_batch_crcs_followed_by_the_walk_at_every_level():
-    """An uncompressed v2 batch's CRC-32C is computed as its records are walked: in steps of
-    16 KiB, or (with AVX-512) folded 64 bytes at a time with the rest finished after the walk.
+    """An uncompressed v2 batch's CRC-32C is computed as its records are walked: with tables in
+    steps of 16 KiB (level 0), through SSE4.2's crc32 instruction eight bytes at a time (level 1),
+    or folded 64 bytes at a time with AVX-512 (level 2), the rest finished after the walk.
     Batches of every length modulo 64, from less than one block to several steps, validate at
     every CRC code level; damage anywhere reports the crc32c package's CRC of the damaged bytes.
     The batches are kafka-python's."""

@@ -84,8 +84,9 @@ typedef struct {
 
 /* The record walk folds the bytes it has walked into ``crc`` every CRC_STEP bytes, while they
  * are still in the L1 cache (a separate pass over a batch larger than the L2 cache reads it from
- * memory a second time), or, where the CPU has AVX-512's VPCLMULQDQ, 64 bytes at a time as it
- * goes (_speedups_fold.h). */
+ * memory a second time); or, where the CPU has AVX-512's VPCLMULQDQ, 64 bytes at a time as it
+ * goes (_speedups_fold.h), else, with SSE4.2, eight bytes at a time through the crc32
+ * instruction (_speedups_records.c). */
 #define CRC_STEP 16384
 
 /* One v2 batch's header fields and the kept offset range. With ``crc`` set, the record walk
@@ -153,6 +154,9 @@ uint32_t kl_crc32c_update(uint32_t c, const uint8_t *p, Py_ssize_t n);
 const char *kl_crc_implementation(void);
 /* Whether the v2 record walk folds its batch's CRC-32C as it goes (_speedups_fold.h) */
 int kl_crc_folds_in_walk(void);
+/* Whether, where it does not fold it, it runs its batch's CRC-32C through SSE4.2's crc32
+ * instruction as it goes */
+int kl_crc_words_in_walk(void);
 int kl_crc_set_hardware(int level); /* 0 tables, 1 SSE4.2/PCLMULQDQ, 2 AVX-512 */
 
 /* -- records and messages (_speedups_records.c, _speedups_legacy.c) ---------------------------- */

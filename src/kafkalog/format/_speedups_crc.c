@@ -126,6 +126,14 @@ int kl_crc_folds_in_walk(void) {
 #endif
 }
 
+int kl_crc_words_in_walk(void) {
+#ifdef HAVE_X86_CRC
+    return use_sse42;
+#else
+    return 0;
+#endif
+}
+
 const char *kl_crc_implementation(void) {
 #ifdef HAVE_X86_CRC
     if (use_vclmul) return "vpclmulqdq";

@@ -409,6 +409,35 @@ VCLMUL_TARGET static inline void crc_folded(void *fold, crc_run_t *crc, const ui
     crc_fold_to((crc_fold_t *)fold, crc, b, walked);
 }
 
+/* Where the CPU has no VPCLMULQDQ but SSE4.2: the CRC run through the crc32 instruction eight
+ * bytes at a time as the walk passes them, inline, its register kept in `words` (one chain of
+ * 3-cycle steps, which the walk's own work hides in part): on this machine with the AVX-512 code
+ * turned off, 1 MB uncompressed batches +67% -> +33% against 16 KiB steps, 16 KB ones +52% ->
+ * +29%. Three streams a round of 768 bytes (as kl_crc32c_update runs them) measured no better. */
+typedef struct {
+    uint64_t state;
+    Py_ssize_t pos;
+} crc_words_t;
+
+__attribute__((target("sse4.2"))) static inline void crc_by_words(void *words, crc_run_t *crc,
+                                                                  const uint8_t *b,
+                                                                  Py_ssize_t walked) {
+    crc_words_t *w = words;
+    (void)crc;
+    for (; walked - w->pos >= 8; w->pos += 8)
+        w->state = _mm_crc32_u64(w->state, le64(b + w->pos));
+}
+
+__attribute__((target("sse4.2"))) static int walk_v2_crc32(SinkObject *s, const uint8_t *b,
+                                                          Py_ssize_t start, Py_ssize_t end,
+                                                          const batch_t *bt, result_t *r) {
+    crc_words_t words = {bt->crc->state, bt->crc->pos};
+    int rc = walk_v2(s, b, start, end, bt, r, crc_by_words, &words);
+    bt->crc->state = (uint32_t)words.state;
+    bt->crc->pos = words.pos;
+    return rc;
+}
+
 /* The walk with its batch's CRC folded as it goes, compiled for AVX-512 to have it inline. */
 VCLMUL_TARGET static int walk_v2_folding(SinkObject *s, const uint8_t *b, Py_ssize_t start,
                                          Py_ssize_t end, const batch_t *bt, result_t *r) {
@@ -424,6 +453,7 @@ int kl_records_v2(SinkObject *s, const uint8_t *b, Py_ssize_t start, Py_ssize_t 
                   const batch_t *bt, result_t *r) {
 #ifdef HAVE_X86_CRC
     if (bt->crc && kl_crc_folds_in_walk()) return walk_v2_folding(s, b, start, end, bt, r);
+    if (bt->crc && kl_crc_words_in_walk()) return walk_v2_crc32(s, b, start, end, bt, r);
 #endif
     return walk_v2(s, b, start, end, bt, r, crc_in_steps, NULL);
 }
