@@ -220,8 +220,9 @@ static void fill_batch_columns(SinkObject *s, int64_t from, int64_t to, const ba
     }
 }
 
-/* How the walk keeps bt->crc up to date behind it: told at each record how far it has walked. */
-typedef void (*crc_follow_t)(void *fold, crc_run_t *crc, const uint8_t *b, Py_ssize_t walked);
+/* How the walk keeps bt->crc up to date behind it: told at each record how far it has walked,
+ * with a state of its own. */
+typedef void (*crc_follow_t)(void *state, crc_run_t *crc, const uint8_t *b, Py_ssize_t walked);
 
 /* In steps of CRC_STEP bytes. */
 static inline void crc_in_steps(void *unused, crc_run_t *crc, const uint8_t *b,
@@ -234,12 +235,12 @@ static inline void crc_in_steps(void *unused, crc_run_t *crc, const uint8_t *b,
 }
 
 /* Append the records of b[start:end]; 0, or -1 with r filled (ERROR or NEED_SPACE). Fill levels
- * change only on success, so the caller can retry after growing. Inlined into each of its two
- * callers below, with its way of following the CRC. */
+ * change only on success, so the caller can retry after growing. Inlined into each of its callers
+ * below, with their ways of following the CRC (in steps, by words, folded). */
 static inline __attribute__((always_inline)) int walk_v2(SinkObject *s, const uint8_t *b,
                                                          Py_ssize_t start, Py_ssize_t end,
                                                          const batch_t *bt, result_t *r,
-                                                         crc_follow_t follow, void *fold) {
+                                                         crc_follow_t follow, void *state) {
     int64_t *st = s->p[S_STATE];
     int64_t count = bt->count;
     if (count * 7 > (int64_t)(end - start)) FAIL(E_COUNT_TOO_LARGE, start, count, end - start, 0);
@@ -265,7 +266,7 @@ static inline __attribute__((always_inline)) int walk_v2(SinkObject *s, const ui
         prefetch_output(o_vd + vu, 512);
         prefetch_output(o_vd + vu, 576);
         prefetch_output(o_hvd + hvu, 256);
-        if (bt->crc) follow(fold, bt->crc, b, pos);
+        if (bt->crc) follow(state, bt->crc, b, pos);
         int64_t length, ts_delta, offset_delta, k_len, v_len, h_count;
         READ_VARINT(length, end, 5, F_RECORD_LENGTH);
         if (length < 0 || length > (int64_t)(end - pos))
