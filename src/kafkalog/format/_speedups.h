@@ -152,11 +152,11 @@ uint32_t kl_crc32c(const uint8_t *p, Py_ssize_t n); /* Castagnoli's CRC-32C: v2 
 /* CRC-32C register ``c`` (not inverted) after ``n`` more bytes: a CRC computed in steps */
 uint32_t kl_crc32c_update(uint32_t c, const uint8_t *p, Py_ssize_t n);
 const char *kl_crc_implementation(void);
-/* Whether the v2 record walk folds its batch's CRC-32C as it goes (_speedups_fold.h) */
-int kl_crc_folds_in_walk(void);
-/* Whether, where it does not fold it, it runs its batch's CRC-32C through SSE4.2's crc32
- * instruction as it goes */
-int kl_crc_words_in_walk(void);
+/* How the v2 record walk follows its batch's CRC-32C: folded as it goes (AVX-512,
+ * _speedups_fold.h), eight bytes at a time through SSE4.2's crc32 instruction as it goes, or in
+ * steps of CRC_STEP bytes */
+enum { CRC_WALK_STEPS, CRC_WALK_WORDS, CRC_WALK_FOLDED };
+int kl_crc_in_walk(void);
 int kl_crc_set_hardware(int level); /* 0 tables, 1 SSE4.2/PCLMULQDQ, 2 AVX-512 */
 
 /* -- records and messages (_speedups_records.c, _speedups_legacy.c) ---------------------------- */

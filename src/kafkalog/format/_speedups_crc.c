@@ -118,20 +118,12 @@ void kl_crc_init(void) {
 #endif
 }
 
-int kl_crc_folds_in_walk(void) {
+int kl_crc_in_walk(void) {
 #ifdef HAVE_X86_CRC
-    return use_vclmul;
-#else
-    return 0;
+    if (use_vclmul) return CRC_WALK_FOLDED;
+    if (use_sse42) return CRC_WALK_WORDS;
 #endif
-}
-
-int kl_crc_words_in_walk(void) {
-#ifdef HAVE_X86_CRC
-    return use_sse42;
-#else
-    return 0;
-#endif
+    return CRC_WALK_STEPS;
 }
 
 const char *kl_crc_implementation(void) {

@@ -453,8 +453,11 @@ VCLMUL_TARGET static int walk_v2_folding(SinkObject *s, const uint8_t *b, Py_ssi
 int kl_records_v2(SinkObject *s, const uint8_t *b, Py_ssize_t start, Py_ssize_t end,
                   const batch_t *bt, result_t *r) {
 #ifdef HAVE_X86_CRC
-    if (bt->crc && kl_crc_folds_in_walk()) return walk_v2_folding(s, b, start, end, bt, r);
-    if (bt->crc && kl_crc_words_in_walk()) return walk_v2_crc32(s, b, start, end, bt, r);
+    if (bt->crc) {
+        const int how = kl_crc_in_walk();
+        if (how == CRC_WALK_FOLDED) return walk_v2_folding(s, b, start, end, bt, r);
+        if (how == CRC_WALK_WORDS) return walk_v2_crc32(s, b, start, end, bt, r);
+    }
 #endif
     return walk_v2(s, b, start, end, bt, r, crc_in_steps, NULL);
 }
