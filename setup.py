@@ -7,7 +7,7 @@ succeeds, and kafkalog runs on its pure-Python kernels, saying so once at import
 from setuptools import Extension, setup
 
 FORMAT = "src/kafkalog/format/"
-SOURCES = ["", "_decode", "_records", "_legacy", "_encode", "_columns", "_crc"]
+SOURCES = ["", "_decode", "_records", "_legacy", "_encode", "_columns", "_crc", "_inflate"]
 
 setup(
     ext_modules=[

@@ -1,13 +1,16 @@
 """The columnar decoder's decompression fast lane (lz4, snappy and large zstd frames into one
 reused buffer, with a short path for the one-block frames clients write per batch) gives the
 codec module's bytes, or the codec module's exception, for every framing clients write and for
-damaged input."""
+damaged input, with either kernel twin walking lz4 frames' blocks."""
 
 from __future__ import annotations
 
 import aiokafka.codec
+import cramjam
 import kafka.codec
+import pytest
 import zstandard
+from fastcheck import TWINS, twin
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -58,10 +61,11 @@ def frames(data: bytes) -> list[tuple[int, int, bytes]]:
     return out
 
 
+@pytest.mark.parametrize("kernels", TWINS)
 @given(data=payloads())
 @SETTINGS
-def test_every_framing_inflates_to_the_codec_modules_bytes(data):
-    inflater = Inflater()
+def test_every_framing_inflates_to_the_codec_modules_bytes(kernels, data):
+    inflater = Inflater(twin(kernels))
     for codec, magic, frame in frames(data):
         got = inflater.inflate(codec, memoryview(frame), magic, 1 << 30)
         assert bytes(got) == data == decompress(codec, frame, magic=magic)
@@ -73,9 +77,12 @@ def test_every_framing_inflates_to_the_codec_modules_bytes(data):
     cut=CUTS,
     max_size=CAPS,
 )
+@pytest.mark.parametrize("kernels", TWINS)
 @SETTINGS
-def test_damaged_or_oversized_input_gives_the_codec_modules_result(data, flips, cut, max_size):
-    inflater = Inflater()
+def test_damaged_or_oversized_input_gives_the_codec_modules_result(
+    kernels, data, flips, cut, max_size
+):
+    inflater = Inflater(twin(kernels))
     for codec, magic, frame in frames(data):
         # The undamaged frame first: the inflater learns its header, so that the damaged one
         # meets the short path for frames of a known kind too.
@@ -92,3 +99,48 @@ def test_views_handed_out_stay_valid_while_the_buffer_grows():
     big = compress(LZ4, bytes(range(256)) * 2000)
     assert bytes(inflater.inflate(LZ4, memoryview(big), 2, 1 << 30)) == bytes(range(256)) * 2000
     assert bytes(first) == b"a" * 100
+
+
+def lz4_frame_blocks(data: bytes) -> tuple[bytes, int]:
+    """kafkalog's lz4 frame of ``data`` and where its blocks start (after the 7-byte header)."""
+    return compress(LZ4, data, magic=2), 7
+
+
+@pytest.mark.parametrize("kernels", TWINS)
+def test_lz4_blocks_asks_for_room_then_fills_it(kernels):
+    lz4_blocks = twin(kernels).lz4_blocks
+    data = bytes(range(256)) * 1000  # four 64 KiB blocks
+    frame, pos = lz4_frame_blocks(data)
+    args = (memoryview(frame), pos, 0, 0, 65536, 1 << 30, 255, 64)
+    need = -lz4_blocks(*args, bytearray(10), cramjam.lz4.decompress_block_into)
+    assert need == 4 * 65536  # each block's room: the block size
+    out = bytearray(need)
+    assert lz4_blocks(*args, out, cramjam.lz4.decompress_block_into) == len(data)
+    assert out[: len(data)] == data
+    capped = (memoryview(frame), pos, 0, 0, 65536, 1000, 255, 64)  # max_size caps the room
+    assert lz4_blocks(*capped, bytearray(10), cramjam.lz4.decompress_block_into) == -1000
+
+
+@pytest.mark.parametrize("kernels", TWINS)
+def test_lz4_blocks_leaves_what_it_cannot_trust_to_the_codec_module(kernels):
+    lz4_blocks = twin(kernels).lz4_blocks
+    frame, pos = lz4_frame_blocks(b"kafka" * 3000)
+    view, out = memoryview(frame), bytearray(1 << 17)
+
+    def run(view=view, checksum=0, trailer=0, max_block=65536, into=None):
+        into = into or cramjam.lz4.decompress_block_into
+        return lz4_blocks(view, pos, checksum, trailer, max_block, 1 << 30, 255, 64, out, into)
+
+    assert run() == 15000
+    assert run(view=view[:-1]) is None  # the end mark cut
+    assert run(trailer=4) is None  # a content checksum missing
+    assert run(checksum=4) is None  # block checksums that are not there
+    assert run(max_block=16) is None  # a block longer than the frame allows
+    assert run(into=lambda src, dst: len(dst) + 1) is None  # more than the room: not trusted
+    assert run(into=lambda src, dst: -1) is None
+
+    def interrupted(src, dst):
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        run(into=interrupted)

@@ -280,7 +280,7 @@ class ColumnarDecoder:
     def __init__(self, *, kernels: ModuleType | None = None) -> None:
         self._kernels = default_kernels if kernels is None else kernels
         self._buffers: _Buffers | None = None
-        self._inflater = Inflater()
+        self._inflater = Inflater(self._kernels)
 
     def _acquire(self, view_len: int, max_rows: int) -> _Buffers:
         b = self._buffers

@@ -5,7 +5,8 @@ costs a pure-Python header checksum per call; the columnar decoder copies every 
 the decompressed bytes anyway, so one buffer serves every batch. This fast lane reads the framing
 that Kafka's clients write (lz4 frames with independent blocks; xerial or raw snappy; one zstd
 frame) with the codecs' own checks, and decompresses each block with cramjam's ``*_into``
-functions, or a zstd frame with zstandard's ``readinto``, each bounded by what the codec module
+functions (an lz4 frame's blocks through the kernels' ``lz4_blocks``, so that the compiled twin
+takes no Python step per block), or a zstd frame with zstandard's ``readinto``, each bounded by what the codec module
 would allow: the block's or frame's own limit and what is left of ``max_size``. A zstd frame takes
 the lane only when it may hold more than one 128 KiB block: a fresh ``bytes`` of a megabyte
 costs page faults that depend on the allocator's history, while a small frame decodes faster
@@ -19,22 +20,25 @@ always takes that path.
 from __future__ import annotations
 
 import struct
+from types import ModuleType
 
 import cramjam
 import numpy as np
 import zstandard
 
 from ..errors import CorruptRecordError
+from ._kernels import kernels as default_kernels
 from .codecs import decompress
 from .codecs import lz4 as _lz4
 from .codecs import snappy as _snappy
 from .codecs import zstd as _zstd
 
+_decompress_block_into = cramjam.lz4.decompress_block_into
+
 __all__ = ["Inflater"]
 
 _SNAPPY, _LZ4, _ZSTD = 2, 3, 4
 _U32LE = struct.Struct("<I")
-_RAW = 0x80000000
 _HEADER_CACHE = 64  # lz4 frame headers remembered (clients write one or two kinds)
 # The common shapes, read in one call: an lz4 frame header without a content size and its first
 # block's size word; a xerial header and its first block's length.
@@ -46,9 +50,11 @@ _XERIAL_MAGIC = int.from_bytes(_snappy.XERIAL_MAGIC, "big")
 class Inflater:
     """Decompresses batches' records into one growing buffer (one per decoder: not thread-safe).
 
-    :meth:`inflate` returns a memoryview that is valid until the next call."""
+    :meth:`inflate` returns a memoryview that is valid until the next call. ``kernels`` picks the
+    twin that walks lz4 frames' blocks (by default the facade's)."""
 
-    def __init__(self) -> None:
+    def __init__(self, kernels: ModuleType | None = None) -> None:
+        self._lz4_blocks = (default_kernels if kernels is None else kernels).lz4_blocks
         self._out = np.empty(0, np.uint8)
         self._view = memoryview(self._out)  # kept: making a view of an array costs a call
         self._lz4_headers: dict[tuple[bytes, int], tuple[int, int, int]] = {}
@@ -119,39 +125,22 @@ class Inflater:
             if pos == 7 and not flg & _lz4._FLG_BLOCK_CHECKSUM:
                 self._lz4_plain[(flg, view[5], view[6], magic)] = max_block
         pos, flg, max_block = known
-        checksum = 4 if flg & _lz4._FLG_BLOCK_CHECKSUM else 0
-        total = 0
-        # A 1 MB batch is some 16 blocks: the loop keeps its lookups local and grows the buffer
-        # only when a block may not fit.
-        unpack, decompress_into = _U32LE.unpack_from, cramjam.lz4.decompress_block_into
-        out, have = self._view, len(self._out)
-        while True:
-            if size - pos < 4:
-                return None
-            (word,) = unpack(view, pos)
-            length = word & ~_RAW
-            pos += 4
-            if length == 0:
-                break
-            if length > max_block or length + checksum > size - pos:
-                return None
-            if word & _RAW:
-                if total + length > max_size:
-                    return None
-                self._room(total + length, total)[total : total + length] = view[pos : pos + length]
-                out, have = self._view, len(self._out)
-                total += length
-            else:
-                room = min(max_block, _lz4._MAX_EXPANSION * length + _lz4._EXPANSION_SLACK)
-                if room > max_size - total:
-                    room = max_size - total
-                if have < total + room:
-                    out, have = self._room(total + room, total), len(self._out)
-                total += decompress_into(view[pos : pos + length], out[total : total + room])
-            pos += length + checksum
-        if flg & _lz4._FLG_CONTENT_CHECKSUM and size - pos < 4:
-            return None
-        return total
+        # The blocks (some 16 in a 1 MB batch) by the kernels, the compiled twin without a
+        # Python step per block.
+        args = (
+            view,
+            pos,
+            4 if flg & _lz4._FLG_BLOCK_CHECKSUM else 0,
+            4 if flg & _lz4._FLG_CONTENT_CHECKSUM else 0,
+            max_block,
+            max_size,
+            _lz4._MAX_EXPANSION,
+            _lz4._EXPANSION_SLACK,
+        )
+        n = self._lz4_blocks(*args, self._view, _decompress_block_into)
+        if n is not None and n < 0:
+            n = self._lz4_blocks(*args, self._room(-n, 0), _decompress_block_into)
+        return n
 
     def _snappy(self, view: memoryview, max_size: int) -> int | None:
         """A xerial stream of one block (what Kafka's clients write for a batch up to 32 KiB)

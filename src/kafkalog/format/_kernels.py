@@ -32,6 +32,7 @@ KERNEL_FUNCTIONS = (
     "int64_column",
     "header_columns",
     "validate_records_v2",
+    "lz4_blocks",
 )
 
 FORCED_PURE = os.environ.get("KAFKALOG_PUREPYTHON", "") not in ("", "0")

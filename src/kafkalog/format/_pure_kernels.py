@@ -11,6 +11,7 @@ package for v2 batches.
 
 from __future__ import annotations
 
+import struct
 import zlib
 from array import array
 
@@ -42,6 +43,7 @@ __all__ = [
     "encode_records",
     "header_columns",
     "int64_column",
+    "lz4_blocks",
     "validate_records_v2",
 ]
 
@@ -722,3 +724,63 @@ def decode_legacy_set(
             _restore(sink, saved)
         return (*f.result[:6], 0)
     return (A.END, end, 0, 0, 0, 0, 0)
+
+
+_LZ4_RAW = 0x80000000
+_U32LE = struct.Struct("<I")
+
+
+def lz4_blocks(
+    view, pos: int, checksum: int, trailer: int, max_block: int, max_size: int,
+    expansion: int, slack: int, out, decompress_into,
+) -> int | None:  # fmt: skip
+    """The blocks of an lz4 frame from ``pos`` (after its header) into ``out``: the size
+    decompressed. Each block is a little-endian size word (bit 31: stored raw; 0: the end mark)
+    and its bytes, then ``checksum`` bytes; ``trailer`` bytes follow the end mark. None when
+    the block table is not whole (a word missing, a block longer than ``max_block`` or than what
+    is left, the trailer missing) or raw blocks pass ``max_size``, or ``decompress_into`` returns
+    a count outside the room it was given: the frame is then the codec module's. Minus the size
+    ``out`` must have (nothing is written) when it is shorter: min(max_size, the sum of each
+    block's room). A compressed block's room is min(max_block, expansion * length + slack, what
+    is left of max_size); ``decompress_into(block, out[total:total + room])`` (cramjam's
+    signature) decompresses it, and its exceptions propagate."""
+    size = len(view)
+    unpack = _U32LE.unpack_from
+    need, p = 0, pos
+    while True:
+        if size - p < 4:
+            return None
+        (word,) = unpack(view, p)
+        length = word & ~_LZ4_RAW
+        p += 4
+        if length == 0:
+            break
+        if length > max_block or length + checksum > size - p:
+            return None
+        need += length if word & _LZ4_RAW else min(max_block, expansion * length + slack)
+        p += length + checksum
+    if size - p < trailer:
+        return None
+    need = min(need, max_size)
+    if len(out) < need:
+        return -need
+    out = memoryview(out).cast("B")  # slices that write through, whatever the buffer
+    total = 0
+    while True:
+        (word,) = unpack(view, pos)
+        length = word & ~_LZ4_RAW
+        pos += 4
+        if length == 0:
+            return total
+        if word & _LZ4_RAW:
+            if total + length > max_size:
+                return None
+            out[total : total + length] = view[pos : pos + length]
+            total += length
+        else:
+            room = min(max_block, expansion * length + slack, max_size - total)
+            n = decompress_into(view[pos : pos + length], out[total : total + room])
+            if not 0 <= n <= room:
+                return None
+            total += n
+        pos += length + checksum

@@ -44,6 +44,9 @@ static PyMethodDef methods[] = {
     KERNEL(encode_compressed,
            "Planned batches from their compressed records, headers and CRCs included, as a new "
            "bytearray."),
+    KERNEL(lz4_blocks,
+           "Decompress an lz4 frame's blocks into a buffer; return the size, None to leave the "
+           "frame to the codec module, or minus the size the buffer must have."),
     {"binary_column", kl_binary_column, METH_O,
      "A list or tuple of bytes/None as (offsets, validity, data) bytearrays; else None."},
     {"int64_column", kl_int64_column, METH_O,

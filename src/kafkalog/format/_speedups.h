@@ -14,13 +14,15 @@
  *   - arithmetic on offsets and timestamps from the bytes is done in uint64 (wrapping like Java's
  *     long), never as signed overflow.
  * Buffers come in through the buffer protocol (bytes, bytearray, memoryview, mmap, numpy), so
- * nothing is copied on the way in; the GIL is released while a kernel runs.
+ * nothing is copied on the way in; the GIL is released while a kernel runs (lz4_blocks keeps
+ * it: it calls the codec library's Python function per block).
  *
  * Files: _speedups.c (module), _speedups_decode.c (entry walk, Sink, decode entry points),
  * _speedups_records.c (v2 records, varints, UTF-8, the validation-only walk), _speedups_legacy.c
- * (magic 0/1 messages), _speedups_encode.c (Source, encode), _speedups_crc.c (CRC-32 and
- * CRC-32C). Functions shared between files carry a kl_ prefix; the build hides every symbol but
- * the module's init.
+ * (magic 0/1 messages), _speedups_encode.c (Source, encode), _speedups_columns.c (Python columns
+ * as the encoder's arrays), _speedups_crc.c (CRC-32 and CRC-32C), _speedups_fold.h (carry-less
+ * folding), _speedups_inflate.c (an lz4 frame's blocks). Functions shared between files carry a
+ * kl_ prefix; the build hides every symbol but the module's init.
  */
 #ifndef KAFKALOG_SPEEDUPS_H
 #define KAFKALOG_SPEEDUPS_H
@@ -30,7 +32,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define ABI_VERSION 6
+#define ABI_VERSION 7
 
 /* output slots */
 enum {
@@ -187,5 +189,6 @@ PyObject *kl_int64_column(PyObject *mod, PyObject *seq);
 PyObject *kl_header_columns(PyObject *mod, PyObject *seq);
 PyObject *kl_new_bytearray(Py_ssize_t n); /* uninitialized; huge pages where large */
 PyObject *kl_validate_records_v2(PyObject *mod, PyObject *const *args, Py_ssize_t nargs);
+PyObject *kl_lz4_blocks(PyObject *mod, PyObject *const *args, Py_ssize_t nargs);
 
 #endif
