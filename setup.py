@@ -1,7 +1,9 @@
 """Build of the optional C kernels; all metadata lives in pyproject.toml.
 
 The extension is ``optional``: without a compiler (or Python headers) installation still
-succeeds, and kafkalog runs on its pure-Python kernels, saying so once at import.
+succeeds, and kafkalog runs on its pure-Python kernels, saying so once at import. -O3 rather
+than -O2: the same decode measured 6% faster with CRC validation on 16 KB batches, 9% faster on
+magic 1 messages, encode the same (docs/benchmarks.md).
 """
 
 from setuptools import Extension, setup
@@ -16,7 +18,7 @@ setup(
             sources=[f"{FORMAT}_speedups{part}.c" for part in SOURCES],
             depends=[f"{FORMAT}_speedups.h", f"{FORMAT}_speedups_fold.h"],
             extra_compile_args=[
-                "-O2",
+                "-O3",
                 "-std=c99",
                 "-Wall",
                 "-Wno-missing-braces",
