@@ -6,11 +6,11 @@ the decompressed bytes anyway, so one buffer serves every batch. This fast lane 
 that Kafka's clients write (lz4 frames with independent blocks; xerial or raw snappy; one zstd
 frame) with the codecs' own checks, and decompresses each block with cramjam's ``*_into``
 functions (an lz4 frame's blocks through the kernels' ``lz4_blocks``, so that the compiled twin
-takes no Python step per block), or a zstd frame with zstandard's ``readinto``, each bounded by what the codec module
-would allow: the block's or frame's own limit and what is left of ``max_size``. A zstd frame takes
-the lane only when it may hold more than one 128 KiB block: a fresh ``bytes`` of a megabyte
-costs page faults that depend on the allocator's history, while a small frame decodes faster
-one-shot than through a stream reader.
+takes no Python step per block), or a zstd frame with zstandard's ``readinto``, each bounded by
+what the codec module would allow: the block's or frame's own limit and what is left of
+``max_size``. A zstd frame takes the lane only when it may hold more than one 128 KiB block: a
+fresh ``bytes`` of a megabyte costs page faults that depend on the allocator's history, while a
+small frame decodes faster one-shot than through a stream reader.
 
 Anything else, and anything that goes wrong, goes to the codec module instead, on the same bytes:
 it returns the data or raises its own error, so results and errors are the codec module's. gzip
