@@ -119,6 +119,8 @@ def test_lz4_blocks_asks_for_room_then_fills_it(kernels):
     assert out[: len(data)] == data
     capped = (memoryview(frame), pos, 0, 0, 65536, 1000, 255, 64)  # max_size caps the room
     assert lz4_blocks(*capped, bytearray(10), cramjam.lz4.decompress_block_into) == -1000
+    unbounded = (memoryview(frame), pos, 0, 0, 65536, (1 << 63) - 1, 255, 64)  # no overflow
+    assert lz4_blocks(*unbounded, bytearray(10), cramjam.lz4.decompress_block_into) == -need
 
 
 @pytest.mark.parametrize("kernels", TWINS)

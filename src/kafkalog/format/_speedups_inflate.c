@@ -23,17 +23,16 @@ static int64_t blocks_bound(const uint8_t *b, Py_ssize_t size, Py_ssize_t pos, i
         pos += 4;
         if (length == 0) break;
         if (length > max_block || length + checksum > (int64_t)(size - pos)) return -1;
-        if (word & LZ4_RAW) {
-            need += length;
-        } else {
-            const int64_t room = expansion * length + slack;
-            need += room < max_block ? room : max_block;
+        int64_t room = length;
+        if (!(word & LZ4_RAW)) {
+            room = expansion * length + slack;
+            if (room > max_block) room = max_block;
         }
-        if (need > max_size) need = max_size;
+        need = room > max_size - need ? max_size : need + room; /* need <= max_size throughout */
         pos += (Py_ssize_t)(length + checksum);
     }
     if (size - pos < trailer) return -1;
-    return need < max_size ? need : max_size;
+    return need;
 }
 
 /* decompress_into(b[pos:pos+length], out[at:at+room]): the bytes it wrote, -1 with an
