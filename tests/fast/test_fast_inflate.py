@@ -101,6 +101,16 @@ def test_views_handed_out_stay_valid_while_the_buffer_grows():
     assert bytes(first) == b"a" * 100
 
 
+@pytest.mark.parametrize("kernels", TWINS)
+@pytest.mark.parametrize("max_size", [-1, 0, 1000, (1 << 63) - 1, 1 << 63, 1 << 70])
+def test_any_cap_gives_the_codec_modules_result(kernels, max_size):
+    data = bytes(range(256)) * 1000
+    inflater = Inflater(twin(kernels))
+    for codec, magic, frame in frames(data):
+        expected = outcome(decompress, codec, frame, magic=magic, max_size=max_size)
+        assert outcome(inflater.inflate, codec, memoryview(frame), magic, max_size) == expected
+
+
 def lz4_frame_blocks(data: bytes) -> tuple[bytes, int]:
     """kafkalog's lz4 frame of ``data`` and where its blocks start (after the 7-byte header)."""
     return compress(LZ4, data, magic=2), 7

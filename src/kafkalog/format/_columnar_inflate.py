@@ -39,6 +39,7 @@ __all__ = ["Inflater"]
 
 _SNAPPY, _LZ4, _ZSTD = 2, 3, 4
 _U32LE = struct.Struct("<I")
+_INT64_MAX = (1 << 63) - 1
 _HEADER_CACHE = 64  # lz4 frame headers remembered (clients write one or two kinds)
 # The common shapes, read in one call: an lz4 frame header without a content size and its first
 # block's size word; a xerial header and its first block's length.
@@ -126,14 +127,14 @@ class Inflater:
                 self._lz4_plain[(flg, view[5], view[6], magic)] = max_block
         pos, flg, max_block = known
         # The blocks (some 16 in a 1 MB batch) by the kernels, the compiled twin without a
-        # Python step per block.
+        # Python step per block; a cap of 0 or less admits nothing, one past int64 everything.
         args = (
             view,
             pos,
             4 if flg & _lz4._FLG_BLOCK_CHECKSUM else 0,
             4 if flg & _lz4._FLG_CONTENT_CHECKSUM else 0,
             max_block,
-            max_size,
+            min(max(max_size, 0), _INT64_MAX),
             _lz4._MAX_EXPANSION,
             _lz4._EXPANSION_SLACK,
         )
