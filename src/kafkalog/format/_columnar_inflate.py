@@ -38,7 +38,6 @@ _decompress_block_into = cramjam.lz4.decompress_block_into
 __all__ = ["Inflater"]
 
 _SNAPPY, _LZ4, _ZSTD = 2, 3, 4
-_U32LE = struct.Struct("<I")
 _INT64_MAX = (1 << 63) - 1
 _HEADER_CACHE = 64  # lz4 frame headers remembered (clients write one or two kinds)
 # The common shapes, read in one call: an lz4 frame header without a content size and its first
@@ -103,7 +102,7 @@ class Inflater:
                 and found == _lz4.MAGIC
                 and word <= max_block
                 and size - end == (8 if flg & _lz4._FLG_CONTENT_CHECKSUM else 4)
-                and _U32LE.unpack_from(view, end)[0] == 0
+                and _lz4._U32.unpack_from(view, end)[0] == 0
             ):
                 room = min(max_block, _lz4._MAX_EXPANSION * word + _lz4._EXPANSION_SLACK, max_size)
                 out = self._view if len(self._out) >= room else self._room(room, 0)

@@ -11,7 +11,6 @@ package for v2 batches.
 
 from __future__ import annotations
 
-import struct
 import zlib
 from array import array
 
@@ -26,6 +25,7 @@ from ._pure_encode import (
     header_columns,
     int64_column,
 )
+from .codecs import lz4 as _lz4
 from .crc import crc32c
 
 __all__ = [
@@ -726,10 +726,6 @@ def decode_legacy_set(
     return (A.END, end, 0, 0, 0, 0, 0)
 
 
-_LZ4_RAW = 0x80000000
-_U32LE = struct.Struct("<I")
-
-
 def lz4_blocks(
     view, pos: int, checksum: int, trailer: int, max_block: int, max_size: int,
     expansion: int, slack: int, out, decompress_into,
@@ -745,19 +741,19 @@ def lz4_blocks(
     is left of max_size); ``decompress_into(block, out[total:total + room])`` (cramjam's
     signature) decompresses it, and its exceptions propagate."""
     size = len(view)
-    unpack = _U32LE.unpack_from
+    unpack = _lz4._U32.unpack_from
     need, p = 0, pos
     while True:
         if size - p < 4:
             return None
         (word,) = unpack(view, p)
-        length = word & ~_LZ4_RAW
+        length = word & ~_lz4._RAW
         p += 4
         if length == 0:
             break
         if length > max_block or length + checksum > size - p:
             return None
-        need += length if word & _LZ4_RAW else min(max_block, expansion * length + slack)
+        need += length if word & _lz4._RAW else min(max_block, expansion * length + slack)
         p += length + checksum
     if size - p < trailer:
         return None
@@ -768,11 +764,11 @@ def lz4_blocks(
     total = 0
     while True:
         (word,) = unpack(view, pos)
-        length = word & ~_LZ4_RAW
+        length = word & ~_lz4._RAW
         pos += 4
         if length == 0:
             return total
-        if word & _LZ4_RAW:
+        if word & _lz4._RAW:
             if total + length > max_size:
                 return None
             out[total : total + length] = view[pos : pos + length]
