@@ -6,14 +6,16 @@
 Every dataset is generated (v2 by kafkalog's encoder, v1 by kafka-python's builder) and measured in
 a fresh process of its own (this script with --row), and decoded there by each library; aiokafka
 and kafka-python touch every record's offset, timestamp, key, value and headers, kafkalog builds
-the Arrow columns. Also timed: kafkalog with CRC validation, and two floors for compressed data:
-the decompressor alone (kafkalog.format.codecs.decompress over every batch's records section) and
-the decoder's own decompression alone (the same sections through the decoder's Inflater: lz4,
-snappy and large zstd frames into one reused buffer). Encode builds v2 batches from Python lists
-(the list -> Arrow conversion is included) at Kafka's default levels (gzip 6, lz4 9, zstd 3). Times
-are CPU-time medians (time.process_time) of --repeat runs, the contenders' runs interleaved so that
-a noisy machine weighs on all alike (kafka-python: --slow-repeat runs). Finally a ~1 GiB segment
-file is walked through an mmap in bounded chunks in a subprocess, reporting its peak RSS.
+the Arrow columns, all records as one batch. Also timed: kafkalog with CRC validation, kafkalog
+streamed as a reader loops (chunks of 65,536 rows, each held while the next decodes), and two
+floors for compressed data: the decompressor alone (kafkalog.format.codecs.decompress over every
+batch's records section) and the decoder's own decompression alone (the same sections through the
+decoder's Inflater: lz4, snappy and large zstd frames into one reused buffer). Encode builds v2
+batches from Python lists (the list -> Arrow conversion is included) at Kafka's default levels
+(gzip 6, lz4 9, zstd 3). Times are CPU-time medians (time.process_time) of --repeat runs, the
+contenders' runs interleaved so that a noisy machine weighs on all alike (kafka-python:
+--slow-repeat runs). Finally a ~1 GiB segment file is walked through an mmap in bounded chunks in
+a subprocess, reporting its peak RSS.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ from kafkalog.format import MemoryRecords, fast
 from kafkalog.format._columnar_inflate import Inflater
 from kafkalog.format.codecs import DEFAULT_MAX_DECOMPRESSED_SIZE, decompress
 
+STREAM_ROWS = 65_536  # rows per chunk of the streamed decode
 CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 KB16, MB1 = 16_384, 1_048_576
 DECODE = [
@@ -153,9 +156,11 @@ def decode_row(
         "headers": headers,
         "bytes": len(data),
     }
+    streamer = fast.ColumnarDecoder()
     fns = {
         "kafkalog_s": lambda d=data, x=dec: x.decode(d),
         "kafkalog_crc_s": lambda d=data, x=dec: x.decode(d, validate_crc=True),
+        "kafkalog_stream_s": lambda d=data, x=streamer: stream(x, d),
         "aiokafka_s": lambda d=data: touch_all(AioMemoryRecords(d)),
     }
     parts = sections(data)
@@ -168,6 +173,13 @@ def decode_row(
     row.setdefault("inflate_only_s", None)
     row["kafka_python_s"] = cpu(lambda d=data: touch_all(KpMemoryRecords(d)), slow_repeat)
     return row
+
+
+def stream(decoder: fast.ColumnarDecoder, data: bytes) -> None:
+    """Chunks of 65,536 rows as a reader loops over them (Spark's, or the CLI's): each chunk is
+    held while the next one decodes."""
+    for chunk in decoder.iter_batches(data, max_rows=STREAM_ROWS):
+        assert chunk.num_rows
 
 
 def decompress_each(parts: list[tuple[int, int, bytes]]) -> None:

@@ -6,6 +6,7 @@ import itertools
 import struct
 
 import numpy as np
+import pyarrow as pa
 import pytest
 from fastcheck import TWINS, columnar_outcome, control_batch, reference_outcome, twin
 
@@ -246,12 +247,38 @@ def test_arrays_are_zero_copy_views_of_reused_buffers():
     second = dec.decode(data)  # the first result is alive: new arrays
     assert dec._buffers is not buffers
     assert first.equals(second)
-    del first, second
+    del first
+    dec.decode(data)  # the second is alive, the first's arrays are free again
+    assert dec._buffers is buffers
+    del second
     third_buffers = dec._buffers
     dec.decode(data)
     assert dec._buffers is third_buffers  # nothing exported any more: reused
     value_data = np.asarray(third_buffers.arrays[8])
     assert value_data.nbytes >= 100
+
+
+def test_a_consumer_holding_chunks_gets_a_bounded_number_of_array_sets():
+    """Each chunk held (the pool's sets all exported) costs a new set, but the decoder keeps
+    only POOL_SIZE of them: the rest belong to whoever holds their chunks."""
+    from kafkalog.format._columnar_decode import POOL_SIZE
+
+    b = MemoryRecordsBuilder()
+    for i in range(100):
+        b.append(timestamp=i, key=b"k", value=b"v%d" % i)
+    data = b.build() * 10
+    dec = fast.ColumnarDecoder()
+    kept = list(dec.iter_batches(data, max_rows=100))
+    assert len(kept) == 10
+    assert len({id(c.column(4).buffers()[2]) for c in kept}) == 10
+    assert len(dec._pool) == POOL_SIZE
+    assert pa.Table.from_batches(kept).equals(pa.Table.from_batches([fast.decode_columnar(data)]))
+    del kept
+    seen = set()
+    for chunk in dec.iter_batches(data, max_rows=100):
+        seen.add(id(dec._buffers))
+        assert chunk.num_rows == 100
+    assert len(seen) == 2  # the loop holds one chunk while the next fills the other set
 
 
 @pytest.mark.parametrize("name", TWINS)

@@ -121,7 +121,7 @@ def test_buffers_are_reused_while_spark_holds_the_previous_batch(tmp_path, monke
         held = [b, held[0] if held else None]  # the current batch and the previous one
         count += 1
     assert count >= 20
-    assert len(allocations) <= reader._DecoderPool.SIZE
+    assert len(allocations) <= _columnar_decode.POOL_SIZE
 
 
 def test_read_options_reach_the_partition(tmp_path):

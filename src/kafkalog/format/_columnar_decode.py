@@ -58,6 +58,7 @@ _ENTRY = struct.Struct(">qi")
 _I64 = struct.Struct(">q")
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 _MAX_DATA = (1 << 31) - 1  # Arrow binary offsets are int32
+POOL_SIZE = 3  # sets of arrays a decoder keeps: the one it fills and two a consumer may hold
 
 _DTYPES = {
     A.OFFSET: np.int64,
@@ -261,7 +262,9 @@ def _view(buffer) -> memoryview:
 
 
 class ColumnarDecoder:
-    """Decodes log entries to Arrow, reusing its arrays between chunks and calls.
+    """Decodes log entries to Arrow, reusing its arrays between chunks and calls: it keeps up to
+    POOL_SIZE sets, so a consumer may hold the chunk it has (and the one before) while it asks
+    for the next without the decoder allocating afresh; all of them live as long as it does.
 
     Not thread-safe: use one decoder per thread. Options:
 
@@ -279,16 +282,28 @@ class ColumnarDecoder:
 
     def __init__(self, *, kernels: ModuleType | None = None) -> None:
         self._kernels = default_kernels if kernels is None else kernels
-        self._buffers: _Buffers | None = None
+        self._pool: list[_Buffers] = []
+        self._buffers: _Buffers | None = None  # the set filled last
         self._inflater = Inflater(self._kernels)
 
     def _acquire(self, view_len: int, max_rows: int) -> _Buffers:
-        b = self._buffers
-        if b is None or b.exported():
+        """A set of arrays no Arrow batch references any more, or a new one. A consumer's loop
+        holds the chunk it has while it asks for the next (Spark's worker the one before it
+        too): with a single set every chunk would get fresh arrays, and fresh large allocations
+        page-fault heavily (1M records in 64K-row chunks decoded in about twice the time)."""
+        pool = self._pool
+        for b in pool:
+            if not b.exported():
+                break
+        else:
             rows = max(64, min(max_rows, view_len // 48 + 64))
             data = max(1024, min(view_len, 256 * rows))
-            b = self._buffers = _Buffers(self._kernels, rows, data, max(64, rows // 4))
+            b = _Buffers(self._kernels, rows, data, max(64, rows // 4))
+            pool.append(b)
+            if len(pool) > POOL_SIZE:
+                del pool[0]  # the oldest, still held by whoever has its batch
         b.reset()
+        self._buffers = b
         return b
 
     def decode(self, buffer, **options) -> pa.RecordBatch:

@@ -17,6 +17,7 @@ import os
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -25,6 +26,9 @@ from ..errors import CorruptRecordError
 from ..log.naming import TopicPartition
 from .options import EARLIEST, LATEST, OptionError, ReadOptions
 from .planner import PartitionLog, data_loss, discover, open_partition
+
+if TYPE_CHECKING:
+    from ..format.fast import ColumnarDecoder
 
 __all__ = [
     "KafkaInputPartition",
@@ -415,28 +419,14 @@ def _aborted_mask(batch: pa.RecordBatch, aborted) -> np.ndarray | None:
 def read_partition(part) -> Iterator[pa.RecordBatch]:
     """Arrow batches in Spark's Kafka layout for one input partition (control records never
     appear; aborted transactional records are dropped when ``part.aborted`` lists them)."""
-    pool = _DecoderPool()  # shared by the ranges of a packed partition: arrays are reused
+    from ..format import fast
+
+    # One decoder for the ranges of a packed partition: its arrays are reused. Spark's worker
+    # holds the previous batch (and its struct-wrapped copy) while it asks for the next, which
+    # the decoder's pool of array sets allows for.
+    decoder = fast.ColumnarDecoder()
     for p in part.parts if isinstance(part, PackedInputPartition) else (part,):
-        yield from _read_one(p, pool)
-
-
-class _DecoderPool:
-    """Columnar decoders taken in turn. A decoder reuses its arrays only once every Arrow batch
-    it handed out is released, and Spark's worker still holds the previous batch (and its
-    struct-wrapped copy) while it asks for the next: with one decoder every batch would get
-    fresh arrays, and fresh large allocations page-fault heavily."""
-
-    SIZE = 3
-
-    def __init__(self) -> None:
-        from ..format import fast
-
-        self._decoders = [fast.ColumnarDecoder() for _ in range(self.SIZE)]
-        self._turn = 0
-
-    def next(self):
-        self._turn = (self._turn + 1) % self.SIZE
-        return self._decoders[self._turn]
+        yield from _read_one(p, decoder)
 
 
 class _Sizer:
@@ -454,7 +444,7 @@ class _Sizer:
         self.step = int(min(CHUNK_BYTES, max(MIN_PIECE_BYTES, read * scale)))
 
 
-def _read_one(part: KafkaInputPartition, pool: _DecoderPool) -> Iterator[pa.RecordBatch]:
+def _read_one(part: KafkaInputPartition, decoder: ColumnarDecoder) -> Iterator[pa.RecordBatch]:
     from .schema import ConstantColumns, to_spark_batch
 
     if not os.path.exists(part.path):
@@ -471,7 +461,7 @@ def _read_one(part: KafkaInputPartition, pool: _DecoderPool) -> Iterator[pa.Reco
         for hi in _pieces(cuts, len(view), sizer):
             # One Arrow batch per piece, unless its batches decompress to far more rows than
             # the piece was sized for: then several, so memory stays bounded.
-            pieces = pool.next().iter_batches(
+            pieces = decoder.iter_batches(
                 view[lo:hi], max_rows=PIECE_MAX_ROWS, start_offset=part.start_offset,
                 end_offset=part.end_offset, keep_control=False, position_base=position + lo,
                 validate_crc=True,  # as Kafka's consumer (check.crcs=true) and Spark's source
