@@ -13,6 +13,7 @@ import hashlib
 import json
 import shutil
 import struct
+import tempfile
 import uuid
 from pathlib import Path
 
@@ -23,8 +24,10 @@ from kafka.record import MemoryRecordsBuilder as KpBuilder
 from kafka.record.legacy_records import LegacyRecordBatchBuilder
 
 from kafkalog.format import ControlRecordType, build_end_txn_marker_batch
+from kafkalog.format.batch import RecordBatch
 from kafkalog.format.crc import crc32c
 from kafkalog.format.validator_types import AppendOrigin
+from kafkalog.log import verify_segment
 from kafkalog.log.clock import MockClock
 from kafkalog.log.kafka_uuid import uuid_to_kafka_string
 from kafkalog.log.manager import LogManager
@@ -76,9 +79,11 @@ def located(report: VerifyReport, severity: str | None = None) -> set[tuple]:
     }
 
 
-def kp_batch(values: int, *, offset: int, ts: int = T0, pid: int = -1, seq: int = -1) -> bytes:
-    builder = KpBuilder(2, 0, 1 << 30, producer_id=pid, producer_epoch=0 if pid >= 0 else -1,
-                        base_sequence=seq)  # fmt: skip
+def kp_batch(
+    values: int, *, offset: int, ts: int = T0, pid: int = -1, seq: int = -1, codec: int = 0
+) -> bytes:
+    builder = KpBuilder(2, codec, 1 << 30, producer_id=pid,
+                        producer_epoch=0 if pid >= 0 else -1, base_sequence=seq)  # fmt: skip
     for i in range(values):
         assert builder.append(ts + i, b"k%d" % (i % 7), b"value-%d " % i * 8, []) is not None
     builder.close()
@@ -430,6 +435,99 @@ def test_records_that_do_not_decode_need_deep(tmp_path: Path) -> None:
     log.write_bytes(bytes(batch))
     assert [f.code for f in run_verify(part).errors] == ["record-corrupt"]
     assert run_verify(part, deep=False).findings == []
+
+
+# -- deep checks of large batches, through the fast path's kernels -------------------------------
+CODECS = [0, 1, 2, 3, 4]  # none, gzip, snappy, lz4, zstd
+
+
+def zigzag_varint(data: bytes | bytearray, pos: int) -> tuple[int, int]:
+    """(value, next position) of the zigzag varint at ``pos``."""
+    shift = raw = 0
+    while True:
+        byte = data[pos]
+        raw |= (byte & 0x7F) << shift
+        pos += 1
+        shift += 7
+        if byte < 0x80:
+            return (raw >> 1) ^ -(raw & 1), pos
+
+
+def record_starts(batch: bytes | bytearray) -> list[int]:
+    """Where each record of an uncompressed v2 batch starts."""
+    starts, pos = [], 61
+    while pos < len(batch):
+        starts.append(pos)
+        length, after = zigzag_varint(batch, pos)
+        pos = after + length
+    return starts
+
+
+def reseal(batch: bytearray) -> bytes:
+    """The batch with a CRC that matches its bytes again: only decoding can find the damage."""
+    struct.pack_into(">I", batch, 17, crc32c(bytes(batch[21:])))
+    return bytes(batch)
+
+
+@pytest.mark.parametrize("codec", CODECS)
+def test_deep_verify_reads_large_batches_without_a_record_at_a_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, codec: int
+) -> None:
+    """Batches of 40 records are decoded by the kernels; the record-at-a-time decoder (which
+    made a million-record check take seconds) is not called for them."""
+    part = write_partition(tmp_path / "big-0", {
+        0: [kp_batch(40, offset=0, codec=codec), kp_batch(40, offset=40, codec=codec)],
+    })  # fmt: skip
+
+    def refuse(self):
+        raise AssertionError("decoded record by record")
+
+    monkeypatch.setattr(RecordBatch, "records", refuse)
+    report = run_verify(part)
+    assert report.findings == []
+    assert report.partitions[0].records == 80
+
+
+def test_deep_verify_names_a_record_offset_out_of_order_in_a_large_batch(tmp_path: Path) -> None:
+    batch = bytearray(kp_batch(20, offset=100))
+    start = record_starts(batch)[5]
+    _, after_length = zigzag_varint(batch, start)
+    _, after_ts = zigzag_varint(batch, after_length + 1)  # past the attributes byte
+    assert batch[after_ts] == 2 * 5  # record 5's offsetDelta, zigzag-encoded
+    batch[after_ts] = 2 * 3  # now offset 103, after 104
+    part = write_partition(tmp_path / "o-0", {100: [reseal(batch)]})
+    (finding,) = run_verify(part).errors
+    assert (finding.code, finding.position, finding.offset) == ("batch-record-offsets", 0, 103)
+    assert "previous record's 104" in finding.message
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    codec=st.sampled_from(CODECS),
+    records=st.integers(min_value=16, max_value=60),
+    damage=st.lists(
+        st.tuples(st.floats(min_value=0.0, max_value=0.999), st.sampled_from(["flip", "zero"])),
+        min_size=1,
+        max_size=3,
+    ),
+)
+def test_deep_verify_finds_what_the_record_at_a_time_check_finds(codec, records, damage) -> None:
+    """Damage behind a matching CRC (flipped or zeroed bytes in the records): the findings are
+    the same with and without the kernels, which hand whatever they do not accept to the
+    record-at-a-time check."""
+    batch = bytearray(kp_batch(records, offset=3, codec=codec))
+    for where, how in damage:
+        i = 61 + int(where * (len(batch) - 61))
+        batch[i] = batch[i] ^ 0x40 if how == "flip" else 0
+    with tempfile.TemporaryDirectory() as tmp:
+        part = write_partition(Path(tmp) / "h-0", {0: [kp_batch(3, offset=0), reseal(batch)]})
+        fast = run_verify(part)
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(verify_segment, "_COLUMNAR_MIN_RECORDS", 1 << 62)
+            reference = run_verify(part)
+    assert [(f.code, f.position, f.offset, f.message) for f in fast.findings] == [
+        (f.code, f.position, f.offset, f.message) for f in reference.findings
+    ]
 
 
 def test_legacy_message_sets_are_checked_too(tmp_path: Path) -> None:
