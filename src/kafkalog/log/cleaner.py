@@ -52,6 +52,7 @@ from .naming import (
     transaction_index_file,
 )
 from .offset_map import DEFAULT_DEDUPE_BUFFER_SIZE, OffsetMap
+from .record_fields import keys_and_offsets
 from .segment import LogSegment
 from .txn_index import AbortedTxn
 
@@ -240,11 +241,11 @@ class _Cleaner:
             elif txn.on_batch_read(batch):
                 stats.map_messages_read += batch.count  # aborted: its keys must not count
             else:
-                for record in batch.records():
-                    if record.key is not None and record.offset >= start:
+                for key, offset in keys_and_offsets(batch):
+                    if key is not None and offset >= start:
                         if offset_map.size >= max_desired:
                             return True
-                        offset_map.put(record.key, record.offset)
+                        offset_map.put(key, offset)
                     stats.map_messages_read += 1
             if batch.last_offset >= start:
                 offset_map.update_latest_offset(batch.last_offset)
