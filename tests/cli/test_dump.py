@@ -16,10 +16,15 @@ from pathlib import Path
 
 import pytest
 from console import kafkalog_exe, run_console
-from dump_testing import run_dump
+from crc32c import crc32c
+from dump_testing import kafka_dump_log_lines, run_dump
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from kafka.record import MemoryRecords as KpMemoryRecords
 from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.legacy_records import LegacyRecordBatchBuilder
+
+from kafkalog.cli import dump_log
 
 CODEC_IDS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 
@@ -146,6 +151,58 @@ def test_text_deep_iteration_record_lines(segment: Path) -> None:
             line += f" payload: {r.value.decode()}"
             expected.append(line)
     assert record_lines == expected
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    batches=st.lists(
+        st.tuples(
+            st.sampled_from(list(CODEC_IDS)),
+            st.integers(min_value=1, max_value=40),  # records: many take the columns' path
+            st.sampled_from([-1, 0, 2**31 - 5]),  # base sequence (wraps past Int.MAX)
+            st.lists(st.sampled_from(["h", "trace-id", "ключ", ""]), max_size=3),
+            st.integers(min_value=0, max_value=3),  # offsets skipped before the batch
+            st.booleans(),  # LogAppendTime
+        ),
+        min_size=1,
+        max_size=5,
+    ),
+)
+def test_record_metadata_lines_are_kafka_dump_logs(tmp_path_factory, batches) -> None:
+    """--deep-iteration without data prints batches of 16 records or more from the fast path's
+    columns: the lines of kafka-dump-log (from kafka-python's decoding), and the same
+    non-consecutive offsets report as the record-at-a-time path."""
+    data, offset = b"", 0
+    for codec, n, seq, header_keys, skip, log_append in batches:
+        offset += skip
+        builder = DefaultRecordBatchBuilder(
+            magic=2, compression_type=CODEC_IDS[codec], is_transactional=False,
+            producer_id=5 if seq >= 0 else -1, producer_epoch=0 if seq >= 0 else -1,
+            base_sequence=seq, batch_size=1 << 20,
+        )  # fmt: skip
+        for i in range(n):
+            builder.append(
+                i,
+                timestamp=1_700_000_000_000 + i,
+                key=None if i % 4 == 0 else b"k%d" % i,
+                value=None if i % 5 == 1 else b"v" * i,
+                headers=[(k, None if j else b"x") for j, k in enumerate(header_keys)],
+            )
+        batch = bytearray(builder.build())
+        struct.pack_into(">q", batch, 0, offset)
+        if log_append:  # the broker's LogAppendTime: attribute bit, CRC over it again
+            struct.pack_into(">h", batch, 21, struct.unpack_from(">h", batch, 21)[0] | 0x08)
+            struct.pack_into(">I", batch, 17, crc32c(bytes(batch[21:])))
+        data += bytes(batch)
+        offset += n
+    path = tmp_path_factory.mktemp("dump") / f"{0:020d}.log"
+    path.write_bytes(data)
+    status, out, err = run_dump("--deep-iteration", str(path))
+    assert status == 0, err
+    assert out.splitlines()[2:] == kafka_dump_log_lines(data, deep=True, print_data=False)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(dump_log, "_COLUMNAR_MIN_RECORDS", 1 << 62)
+        assert run_dump("--deep-iteration", str(path)) == (status, out, err)
 
 
 def test_legacy_text_lines(tmp_path: Path) -> None:

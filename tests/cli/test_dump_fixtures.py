@@ -67,6 +67,21 @@ def test_text_matches_kafka_dump_log_lines_on_small_fixture_logs(facts: dict) ->
         )
 
 
+def test_metadata_lines_match_kafka_dump_log_on_fixture_logs(facts: dict) -> None:
+    """--deep-iteration without data: large batches print from the fast path's columns."""
+    names = _small_logs(facts, 1 << 20)
+    paths = [str(DATA / name) for name in names if name.endswith(".log")]
+    assert any(f["records"] / max(1, f["batches"]) >= 16 for f in map(facts["logs"].get, names))
+    status, out, err = run_dump("--deep-iteration", *paths)
+    assert status == 0, err
+    want = []
+    for path in paths:
+        want.append(f"Dumping {path}")
+        want.append(f"Log starting offset: {int(Path(path).name.split('.')[0])}")
+        want += kafka_dump_log_lines(Path(path).read_bytes(), deep=True, print_data=False)
+    assert out.splitlines() == want
+
+
 def test_console_script_prints_the_same_golden_lines(facts: dict) -> None:
     # The in-process runs above, once through the installed command (entry point, stdout
     # encoding and buffering included), on a few logs of different shapes.

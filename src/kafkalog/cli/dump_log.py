@@ -8,8 +8,11 @@ JSON output is one object per batch and record (docs/cli.md holds the contract).
 from __future__ import annotations
 
 import base64
+import itertools
 import os
 import struct
+
+import pyarrow.compute as pc
 
 from ..errors import CorruptRecordError, KafkalogError
 from ..format import Batch, ControlRecordType, RecordsScan, Tail, TimestampType, fast
@@ -29,6 +32,7 @@ __all__ = [
     "batch_line",
     "batch_object",
     "control_fields",
+    "metadata_lines",
     "record_line",
     "record_object",
     "records_of",
@@ -66,6 +70,43 @@ def records_of(batch: Batch) -> list[Record]:
     ]
 
 
+def metadata_lines(batch: Batch) -> tuple[list[int], str] | None:
+    """The offsets and ``| offset: ...`` lines (each ending in a newline) of a magic 2 data
+    batch's records, as :func:`record_line` writes them without data, formatted from the fast
+    path's columns: no Record per record (a million records printed in about a third of the
+    time). None for control batches, legacy entries and batches of a few records."""
+    if batch.magic < MAGIC_VALUE_V2 or batch.is_control or batch.count < _COLUMNAR_MIN_RECORDS:
+        return None
+    rows = fast.decode_columnar(batch.buffer, keep_control=True, position_base=batch.position)
+    offsets = rows.column("offset").to_pylist()
+    sizes = [
+        pc.fill_null(pc.binary_length(rows.column(name)), -1).to_pylist()
+        for name in ("key", "value")
+    ]
+    headers = rows.column("headers")
+    header_keys = headers.flatten().field("key").to_pylist()
+    if header_keys:
+        ends = headers.offsets.to_pylist()
+        joined = [",".join(header_keys[a:b]) for a, b in itertools.pairwise(ends)]
+    else:
+        joined = [""] * len(offsets)
+    ts_type = str(batch.timestamp_type)
+    text = "".join(
+        [
+            f"| offset: {o} {ts_type}: {t} keySize: {k} valueSize: {v} sequence: {s} "
+            f"headerKeys: [{h}]\n"
+            for o, t, k, v, s, h in zip(
+                offsets,
+                rows.column("timestamp").to_pylist(),
+                *sizes,
+                rows.column("sequence").to_pylist(),
+                joined,
+            )
+        ]
+    )
+    return offsets, text
+
+
 def control_fields(record: Record) -> tuple[int, str, int | None]:
     """``(type id, ControlRecordType name, coordinatorEpoch or None)`` of a control record."""
     type_id = decode_control_type(record.key)
@@ -91,6 +132,12 @@ class LogDump(FileDump):
                 self._dump(view, buf, truncated=limit is not None, progress=progress)
             finally:
                 del view
+
+    @property
+    def _metadata_lines_only(self) -> bool:
+        """Text with each record's metadata line and nothing else (no data, no decoders)."""
+        o = self.options
+        return not (o.json or o.print_data or o.skip_metadata or o.decoded)
 
     def _dump(
         self, view: memoryview, whole: memoryview, *, truncated: bool, progress: Progress
@@ -123,11 +170,23 @@ class LogDump(FileDump):
             if inner_error is not None:
                 self.error(inner_error)
             elif self.options.deep:
+                lines = None
                 try:
-                    batch_records = records_of(batch)
+                    if self._metadata_lines_only:
+                        lines = metadata_lines(batch)
+                    batch_records = [] if lines is not None else records_of(batch)
                 except KafkalogError as e:
                     self.error(e.located(position=batch.position, offset=base_offset))
                     batch_records = []
+                if lines is not None:
+                    offsets, text = lines
+                    for offset in offsets:  # as in the loop below
+                        if last_offset != -1 and offset != last_offset + 1:
+                            self.reports.add(
+                                self.reports.non_consecutive, self.path, (last_offset, offset)
+                            )
+                        last_offset = offset
+                    self.out.write(text)
                 for record in batch_records:
                     # kafka-dump-log's rule: the first record of a file is never a gap.
                     if last_offset != -1 and record.offset != last_offset + 1:
