@@ -1,5 +1,5 @@
-"""The tools that read every record of a log: deep verify and compaction, on 1 M records, each
-through the columnar fast path and through the record-at-a-time decoder in the same run.
+"""The tools that read every record of a log: deep verify, dump --deep-iteration and compaction,
+on 1 M records, each through the columnar fast path and the record-at-a-time path, in one run.
 
     .venv/bin/python benchmarks/tools.py [--records 1000000] [--repeat 5] [--json OUT]
 
@@ -8,6 +8,9 @@ Data (the rows of benchmarks/fast.py: 16-byte keys, 100-byte JSON-like values):
 - verify: one partition per layout (1 MB lz4 batches with two headers a record; 16 KB
   uncompressed batches without headers), one segment each; ``kafkalog.log.verify`` of the
   partition directory, deep (every record decoded and its offset checked);
+- dump: ``kafkalog dump --deep-iteration`` of the same segments (in-process, output to memory):
+  one line per record, which the column path formats from the columns (the other path decodes
+  the records through the columns too, then formats each from a ``Record``);
 - compact: a compacted topic written through ``Log.append_as_leader`` in 16 KB lz4 batches, keys
   drawn at random from half as many keys as records (57% of the records superseded, in nearly
   every batch, which the cleaner then rebuilds from its survivors) or all distinct (nothing
@@ -15,7 +18,7 @@ Data (the rows of benchmarks/fast.py: 16-byte keys, 100-byte JSON-like values):
   log each run (the copy is not timed).
 
 Contenders: "columns" is kafkalog as it is; "record by record" is the same code with the column
-path switched off (batches of any size below its threshold), as before it existed. Runs of the
+paths switched off (batches of any size below their thresholds), as before they existed. Runs of the
 two alternate; times are CPU-time medians (time.process_time) of --repeat runs.
 """
 
@@ -23,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import json
 import platform
 import random
@@ -36,6 +40,8 @@ from importlib.metadata import version
 from pathlib import Path
 
 from fast import columns, make
+from kafkalog.cli import dump_log
+from kafkalog.cli.main import main as cli_main
 from kafkalog.format import MemoryRecords, fast
 from kafkalog.log import record_fields, verify_segment
 from kafkalog.log.cleaner import clean
@@ -47,15 +53,24 @@ from kafkalog.log.verify import verify
 T0 = 1_700_000_000_000
 
 
+SWITCHES = (  # the thresholds of the column paths: batches of fewer records take the other one
+    (verify_segment, "_COLUMNAR_MIN_RECORDS"),
+    (record_fields, "MIN_RECORDS"),
+    (dump_log, "_LINES_MIN_RECORDS"),
+)
+
+
 @contextlib.contextmanager
 def record_by_record():
     """The column paths off: every batch counts as too small for them."""
-    saved = verify_segment._COLUMNAR_MIN_RECORDS, record_fields.MIN_RECORDS
-    verify_segment._COLUMNAR_MIN_RECORDS = record_fields.MIN_RECORDS = 1 << 62
+    saved = [getattr(module, name) for module, name in SWITCHES]
+    for module, name in SWITCHES:
+        setattr(module, name, 1 << 62)
     try:
         yield
     finally:
-        verify_segment._COLUMNAR_MIN_RECORDS, record_fields.MIN_RECORDS = saved
+        for (module, name), value in zip(SWITCHES, saved, strict=True):
+            setattr(module, name, value)
 
 
 def write_segment(root: Path, name: str, data: bytes) -> Path:
@@ -126,6 +141,17 @@ def verify_case(part: Path):
     return run
 
 
+def dump_case(part: Path):
+    def run():
+        out = io.StringIO()
+        argv = ["dump", "--deep-iteration", "--quiet", str(part / f"{0:020d}.log")]
+        with contextlib.redirect_stdout(out):
+            seconds = timed(lambda: cli_main(argv))
+        return seconds, f"{out.getvalue().count(chr(10))} lines"
+
+    return run
+
+
 def compact_case(pristine: Path, work: Path):
     def run():
         shutil.rmtree(work, ignore_errors=True)
@@ -156,6 +182,8 @@ def main() -> None:
         rows.append(compare("verify, 1 MB lz4 batches, 2 headers", verify_case(lz4), args.repeat))
         plain = write_segment(root / "v", "plain-0", make(n, 2, 16_384, "none", 0))
         rows.append(compare("verify, 16 KB uncompressed batches", verify_case(plain), args.repeat))
+        for label, part in (("1 MB lz4 batches, 2 headers", lz4), ("16 KB uncompressed", plain)):
+            rows.append(compare(f"dump --deep-iteration, {label}", dump_case(part), args.repeat))
         for distinct in (False, True):
             pristine = compacted_log(root / f"data{int(distinct)}", n, distinct)
             label = "all keys distinct" if distinct else "half the keys superseded"

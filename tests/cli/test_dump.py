@@ -201,7 +201,7 @@ def test_record_metadata_lines_are_kafka_dump_logs(tmp_path_factory, batches) ->
     assert status == 0, err
     assert out.splitlines()[2:] == kafka_dump_log_lines(data, deep=True, print_data=False)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(dump_log, "_COLUMNAR_MIN_RECORDS", 1 << 62)
+        mp.setattr(dump_log, "_LINES_MIN_RECORDS", 1 << 62)
         assert run_dump("--deep-iteration", str(path)) == (status, out, err)
 
 

@@ -40,6 +40,7 @@ __all__ = [
 
 
 _COLUMNAR_MIN_RECORDS = 16
+_LINES_MIN_RECORDS = 16  # metadata_lines' threshold
 _ENTRY_OFFSET = struct.Struct(">q")
 
 
@@ -75,7 +76,7 @@ def metadata_lines(batch: Batch) -> tuple[list[int], str] | None:
     batch's records, as :func:`record_line` writes them without data, formatted from the fast
     path's columns: no Record per record (a million records printed in about a third of the
     time). None for control batches, legacy entries and batches of a few records."""
-    if batch.magic < MAGIC_VALUE_V2 or batch.is_control or batch.count < _COLUMNAR_MIN_RECORDS:
+    if batch.magic < MAGIC_VALUE_V2 or batch.is_control or batch.count < _LINES_MIN_RECORDS:
         return None
     rows = fast.decode_columnar(batch.buffer, keep_control=True, position_base=batch.position)
     offsets = rows.column("offset").to_pylist()
