@@ -155,7 +155,7 @@ def filter_batch(batch: Batch, record_filter: RecordFilter) -> FilteredBatch | N
             and batch.delete_horizon_ms is None
         ):
             return FilteredBatch(None, batch.size_in_bytes, batch.last_offset, len(keep))
-        retained = list(itertools.compress(batch.records(), keep)) if any(keep) else []
+        retained = fields.records(keep, batch.timestamp_type) if any(keep) else []
     if retained:
         horizon = batch.delete_horizon_ms
         need_horizon = (

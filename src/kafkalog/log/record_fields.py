@@ -1,7 +1,8 @@
 """The offset, key and value presence of each record of a magic 2 batch, through the columnar
 fast path (:mod:`kafkalog.format.fast`), for the log's passes that look at every record (the
 cleaner's offset map and filter): no Python object per record but its key, where decoding record
-by record made a million records cost seconds.
+by record made a million records cost seconds. Records that must be written again (the survivors
+of a batch the cleaner rebuilds) are made from the same columns.
 
 Batches of a few records (where setting up the kernels costs more than it saves), legacy entries
 and anything the kernels reject are left to the record-at-a-time decoder (None): the kernels
@@ -15,9 +16,12 @@ import threading
 from collections.abc import Iterator
 from typing import NamedTuple
 
+import pyarrow as pa
+
 from ..errors import CorruptRecordError, InvalidRecordError
 from ..format import fast
-from ..format.constants import MAGIC_VALUE_V2
+from ..format.constants import MAGIC_VALUE_V2, TimestampType
+from ..format.record import Header, Record
 from ..format.records import Batch
 
 __all__ = ["MIN_RECORDS", "RecordFields", "keys_and_offsets", "record_fields"]
@@ -27,14 +31,33 @@ _local = threading.local()
 
 
 class RecordFields(NamedTuple):
-    """Per record, in order."""
+    """Per record, in order; ``columns``: all of the batch's (``fast.SCHEMA``)."""
 
     offsets: list[int]
     keys: list[bytes | None]
     has_value: list[bool]
+    columns: pa.RecordBatch
 
     def rows(self) -> Iterator[tuple[int, bytes | None, bool]]:
         return zip(self.offsets, self.keys, self.has_value)
+
+    def records(self, keep: list[bool], timestamp_type: TimestampType) -> list[Record]:
+        """A Record for each row whose ``keep`` is True (what a rebuilt batch is written from),
+        made from the columns rather than decoded again."""
+        picked = self.columns.filter(pa.array(keep, pa.bool_()))
+        names = ("offset", "timestamp", "key", "value", "headers")
+        offsets, stamps, keys, values, headers = (picked.column(n).to_pylist() for n in names)
+        return [
+            Record(
+                offset=offset,
+                timestamp=timestamp,
+                timestamp_type=timestamp_type,
+                key=key,
+                value=value,
+                headers=tuple(Header(h["key"], h["value"]) for h in hs),
+            )
+            for offset, timestamp, key, value, hs in zip(offsets, stamps, keys, values, headers)
+        ]
 
 
 def record_fields(batch: Batch) -> RecordFields | None:
@@ -53,7 +76,7 @@ def record_fields(batch: Batch) -> RecordFields | None:
     values = rows.column("value")
     has_value = [True] * len(values) if not values.null_count else values.is_valid().to_pylist()
     return RecordFields(
-        rows.column("offset").to_pylist(), rows.column("key").to_pylist(), has_value
+        rows.column("offset").to_pylist(), rows.column("key").to_pylist(), has_value, rows
     )
 
 
