@@ -150,17 +150,12 @@ def filter_batch(batch: Batch, record_filter: RecordFilter) -> FilteredBatch | N
         keep = [record_filter.should_retain_fields(batch, *row) for row in fields.rows()]
         contains_tombstones = not all(v for k, v in zip(keep, fields.has_value) if k)
         write_original = all(keep)
-        if write_original and not (
-            (contains_tombstones or retention.contains_marker_for_empty_txn)
-            and batch.delete_horizon_ms is None
-        ):
+        if write_original and not _needs_horizon(batch, retention, contains_tombstones):
             return FilteredBatch(None, batch.size_in_bytes, batch.last_offset, len(keep))
         retained = fields.records(keep, batch.timestamp_type) if any(keep) else []
     if retained:
         horizon = batch.delete_horizon_ms
-        need_horizon = (
-            contains_tombstones or retention.contains_marker_for_empty_txn
-        ) and horizon is None
+        need_horizon = _needs_horizon(batch, retention, contains_tombstones)
         if write_original and not need_horizon:
             return FilteredBatch(None, batch.size_in_bytes, batch.last_offset, len(retained))
         if need_horizon:
@@ -185,6 +180,16 @@ def filter_batch(batch: Batch, record_filter: RecordFilter) -> FilteredBatch | N
         )
         return FilteredBatch(data, len(data), batch.last_offset, 0)
     return None
+
+
+def _needs_horizon(
+    batch: Batch, retention: BatchRetentionResult, contains_tombstones: bool
+) -> bool:
+    """Whether a kept batch gets its delete horizon now: it keeps a tombstone or a marker whose
+    transaction has no data left, and has none yet (KIP-534)."""
+    return (
+        contains_tombstones or retention.contains_marker_for_empty_txn
+    ) and batch.delete_horizon_ms is None
 
 
 def _last_offset(batch: Batch, retained: list[Record]) -> int:
