@@ -12,6 +12,7 @@ import itertools
 import os
 import struct
 
+import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import CorruptRecordError, KafkalogError
@@ -44,7 +45,7 @@ _LINES_MIN_RECORDS = 16  # metadata_lines' threshold
 _ENTRY_OFFSET = struct.Struct(">q")
 
 
-def records_of(batch: Batch) -> list[Record]:
+def records_of(batch: Batch, decoder: fast.ColumnarDecoder | None = None) -> list[Record]:
     """A batch's records, decoded through the columnar fast path.
 
     Legacy messages keep the reference decoder: their per-message CRCs, which kafka-dump-log
@@ -53,9 +54,7 @@ def records_of(batch: Batch) -> list[Record]:
     """
     if batch.magic < MAGIC_VALUE_V2 or batch.count < _COLUMNAR_MIN_RECORDS:
         return list(batch.records())
-    columns = fast.decode_columnar(
-        batch.buffer, keep_control=True, position_base=batch.position
-    ).to_pydict()
+    columns = _columns(batch, decoder).to_pydict()
     return [
         Record(
             offset=offset,
@@ -71,7 +70,9 @@ def records_of(batch: Batch) -> list[Record]:
     ]
 
 
-def metadata_lines(batch: Batch) -> tuple[list[int], str] | None:
+def metadata_lines(
+    batch: Batch, decoder: fast.ColumnarDecoder | None = None
+) -> tuple[list[int], str] | None:
     """The offsets and ``| offset: ...`` lines (each ending in a newline) of a magic 2 data
     batch's records, as :func:`record_line` writes them without data, formatted from the fast
     path's columns: no Record per record (a million records printed 4-12x faster, see
@@ -79,7 +80,7 @@ def metadata_lines(batch: Batch) -> tuple[list[int], str] | None:
     records."""
     if batch.magic < MAGIC_VALUE_V2 or batch.is_control or batch.count < _LINES_MIN_RECORDS:
         return None
-    rows = fast.decode_columnar(batch.buffer, keep_control=True, position_base=batch.position)
+    rows = _columns(batch, decoder)
     offsets = rows.column("offset").to_pylist()
     sizes = [
         pc.fill_null(pc.binary_length(rows.column(name)), -1).to_pylist()
@@ -107,6 +108,15 @@ def metadata_lines(batch: Batch) -> tuple[list[int], str] | None:
         ]
     )
     return offsets, text
+
+
+def _columns(batch: Batch, decoder: fast.ColumnarDecoder | None) -> pa.RecordBatch:
+    """The batch's records as columns; through ``decoder`` when given, whose arrays a file's
+    dump reuses batch after batch (a new decoder per 1 MB batch page-faults fresh arrays:
+    0.39 s against 0.05 s for a million records)."""
+    if decoder is None:
+        decoder = fast.ColumnarDecoder()
+    return decoder.decode(batch.buffer, keep_control=True, position_base=batch.position)
 
 
 def control_fields(record: Record) -> tuple[int, str, int | None]:
@@ -146,6 +156,7 @@ class LogDump(FileDump):
     ) -> None:
         self.begin()
         scan = RecordsScan(view)
+        decoder = fast.ColumnarDecoder()  # one for the file: its arrays are reused
         batches = records = 0
         done = 0
         last_offset = -1
@@ -175,8 +186,8 @@ class LogDump(FileDump):
                 lines = None
                 try:
                     if self._metadata_lines_only:
-                        lines = metadata_lines(batch)
-                    batch_records = [] if lines is not None else records_of(batch)
+                        lines = metadata_lines(batch, decoder)
+                    batch_records = [] if lines is not None else records_of(batch, decoder)
                 except KafkalogError as e:
                     self.error(e.located(position=batch.position, offset=base_offset))
                     batch_records = []
