@@ -75,7 +75,7 @@ def metadata_lines(
 ) -> tuple[list[int], str] | None:
     """The offsets and ``| offset: ...`` lines (each ending in a newline) of a magic 2 data
     batch's records, as :func:`record_line` writes them without data, formatted from the fast
-    path's columns: no Record per record (a million records printed 4-12x faster, see
+    path's columns: no Record per record (a million records printed 4-13x faster, see
     docs/benchmarks.md). None for control batches, legacy entries and batches of a few
     records."""
     if batch.magic < MAGIC_VALUE_V2 or batch.is_control or batch.count < _LINES_MIN_RECORDS:
