@@ -6,7 +6,7 @@ import mmap
 
 import pyarrow as pa
 import pytest
-from fastcheck import TWINS, logs, twin
+from fastcheck import TWINS, control_batch, logs, reference_outcome, twin
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -64,3 +64,37 @@ def test_iterates_an_mmapped_file(tmp_path):
         rows = sum(c.num_rows for c in fast.iter_record_batches(mm, max_rows=64))
         # No Arrow array may keep the mmap exported once iteration is over.
     assert rows == 500
+
+
+@given(
+    bufs=st.lists(logs(max_batches=6), min_size=1, max_size=4),
+    max_rows=st.integers(1, 30),
+)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_every_chunk_held_keeps_its_columns_while_the_decoder_goes_on(bufs, max_rows):
+    """One decoder, one log after another, every chunk held: the batch-level columns that the
+    kernels leave to constant arrays (a chunk whose rows share a producerId, a leader epoch...)
+    and those they write (rows of another value) stay what the reference decoder says, however
+    the values change between batches, chunks and calls."""
+    for name in TWINS:
+        dec = fast.ColumnarDecoder(kernels=twin(name))
+        held = [(buf, list(dec.iter_batches(buf, max_rows=max_rows))) for buf in bufs]
+        for buf, chunks in held:
+            rows = pa.Table.from_batches(chunks, schema=fast.SCHEMA).to_pylist()
+            assert ("ok", rows) == reference_outcome(buf)
+
+
+def test_a_chunk_of_one_producer_shares_constant_batch_level_arrays():
+    """Rows that share a value get the decoder's one constant array for it, chunk after chunk;
+    a chunk that mixes values gets its own."""
+    data = many_batches(6, 25)  # no producer: producerId -1 in every row
+    dec = fast.ColumnarDecoder()
+    first, second = list(dec.iter_batches(data, max_rows=50))[:2]
+    for column in ("producerId", "sequence", "partitionLeaderEpoch", "isControl"):
+        a, b = first.column(column), second.column(column)
+        assert a.buffers()[1].address == b.buffers()[1].address, column
+    mixed = many_batches(1, 10) + control_batch(10)
+    batch = dec.decode(mixed)
+    assert batch.column("producerId").to_pylist() == [-1] * 10 + [9]
+    assert batch.column("isControl").to_pylist() == [False] * 10 + [True]
+    assert batch.column("timestampType").to_pylist() == [0] * 11

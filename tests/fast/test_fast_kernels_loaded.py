@@ -39,6 +39,22 @@ def test_both_twins_export_every_kernel_function():
     assert _pure_kernels.ABI_VERSION == _kernel_abi.ABI_VERSION
 
 
+def test_the_compiled_kernels_numbers_are_the_abi_modules():
+    """The C file repeats _kernel_abi's numbers as #defines and exports them: each must agree."""
+    if FORCED_PURE:
+        return
+    from kafkalog.format import _speedups
+
+    exported = {
+        name: value
+        for name, value in vars(_speedups).items()
+        if name.isupper() and isinstance(value, int)
+    }
+    assert len(exported) > 20
+    for name, value in exported.items():
+        assert getattr(_kernel_abi, name) == value, name
+
+
 def test_compiled_batch_crcs_followed_by_the_walk_at_every_level():
     """An uncompressed v2 batch's CRC-32C is computed as its records are walked: with tables in
     steps of 16 KiB (level 0), through SSE4.2's crc32 instruction eight bytes at a time (level 1),

@@ -185,15 +185,23 @@ class _Buffers:
     def rows(self) -> int:
         return int(self.state[A.ST_ROWS])
 
-    def to_arrow(self) -> pa.RecordBatch:
-        """The filled part as an Arrow record batch, without copying the big buffers."""
+    def to_arrow(self, constants: Constants) -> pa.RecordBatch:
+        """The filled part as an Arrow record batch, without copying the big buffers; a
+        batch-level column that the kernels left unwritten (one value in every row) is a constant
+        array from ``constants``."""
         a, st = self.arrays, self.state
         n, nh = int(st[A.ST_ROWS]), int(st[A.ST_HEADERS])
         hkeys = _binary(
-            pa.string(), nh, a[A.HKEY_OFFSETS], None, a[A.HKEY_DATA], st[A.ST_HKEY_BYTES]
+            pa.string(), nh, a[A.HKEY_OFFSETS], None, 0, a[A.HKEY_DATA], st[A.ST_HKEY_BYTES]
         )
         hvals = _binary(
-            pa.binary(), nh, a[A.HVAL_OFFSETS], a[A.HVAL_VALID], a[A.HVAL_DATA], st[A.ST_HVAL_BYTES]
+            pa.binary(),
+            nh,
+            a[A.HVAL_OFFSETS],
+            a[A.HVAL_VALID],
+            int(st[A.ST_HVAL_NULLS]),
+            a[A.HVAL_DATA],
+            st[A.ST_HVAL_BYTES],
         )
         structs = pa.Array.from_buffers(
             HEADER_TYPE.value_type, nh, [None], null_count=0, children=[hkeys, hvals]
@@ -205,30 +213,82 @@ class _Buffers:
             null_count=0,
             children=[structs],
         )
+        shared = int(st[A.ST_SHARED])
+        batch_level = []
+        for k, slot in enumerate(A.BATCH_SLOTS):
+            type_ = _BATCH_TYPES[k]
+            if shared >> k & 1:
+                batch_level.append(constants.array(type_, int(st[A.ST_SHARED_VALUES + k]), n))
+            elif type_ == pa.bool_():
+                batch_level.append(_bools(a[slot], n))
+            else:
+                batch_level.append(_fixed(type_, a[slot], n))
+        tt, pid, epoch, seq, txn, ctl, ple = batch_level
         columns = [
             _fixed(pa.int64(), a[A.OFFSET], n),
             _fixed(pa.int64(), a[A.TIMESTAMP], n),
-            _fixed(pa.int32(), a[A.TIMESTAMP_TYPE], n),
+            tt,
             _binary(
-                pa.binary(), n, a[A.KEY_OFFSETS], a[A.KEY_VALID], a[A.KEY_DATA], st[A.ST_KEY_BYTES]
+                pa.binary(),
+                n,
+                a[A.KEY_OFFSETS],
+                a[A.KEY_VALID],
+                int(st[A.ST_KEY_NULLS]),
+                a[A.KEY_DATA],
+                st[A.ST_KEY_BYTES],
             ),
             _binary(
                 pa.binary(),
                 n,
                 a[A.VALUE_OFFSETS],
                 a[A.VALUE_VALID],
+                int(st[A.ST_VALUE_NULLS]),
                 a[A.VALUE_DATA],
                 st[A.ST_VALUE_BYTES],
             ),
             headers,
-            _fixed(pa.int64(), a[A.PRODUCER_ID], n),
-            _fixed(pa.int16(), a[A.PRODUCER_EPOCH], n),
-            _fixed(pa.int32(), a[A.SEQUENCE], n),
-            _bools(a[A.IS_TRANSACTIONAL], n),
-            _bools(a[A.IS_CONTROL], n),
-            _fixed(pa.int32(), a[A.PARTITION_LEADER_EPOCH], n),
+            pid,
+            epoch,
+            seq,
+            txn,
+            ctl,
+            ple,
         ]
         return pa.RecordBatch.from_arrays(columns, schema=SCHEMA)
+
+
+# Arrow types of the batch-level columns, by their B_* index.
+_BATCH_TYPES = (pa.int32(), pa.int64(), pa.int16(), pa.int32(), pa.bool_(), pa.bool_(), pa.int32())
+_NUMPY = {pa.int64(): np.int64, pa.int32(): np.int32, pa.int16(): np.int16}
+
+
+class Constants:
+    """Constant arrays for the batch-level columns whose rows share one value (a chunk's
+    producerId, isControl...: most often all of them). Each is filled once and never written
+    again, so every batch handed out may reference it: a decoder's chunks skip writing 24 bytes a
+    row to memory. Kept per decoder (its lifetime, as its arrays'), at most MAX_KEPT of them,
+    each as long as the longest chunk asked of it."""
+
+    MAX_KEPT = 16
+
+    def __init__(self) -> None:
+        self._kept: dict[tuple[pa.DataType, int], np.ndarray] = {}
+
+    def array(self, type_: pa.DataType, value: int, n: int) -> pa.Array:
+        key = (type_, value)
+        is_bool = type_ == pa.bool_()
+        size = (n + 7) // 8 if is_bool else n
+        kept = self._kept.get(key)
+        if kept is None or len(kept) < size:
+            if is_bool:
+                kept = np.full(max(size, 1), 0xFF if value else 0, np.uint8)
+            else:
+                kept = np.full(max(size, 1), value, _NUMPY[type_])
+            self._kept.pop(key, None)
+            if len(self._kept) >= self.MAX_KEPT:
+                del self._kept[next(iter(self._kept))]  # the oldest
+            self._kept[key] = kept
+        return pa.Array.from_buffers(type_, n, [None, _buf(kept, size)], null_count=0)
 
 
 def _buf(array: np.ndarray, n: int) -> pa.Buffer:
@@ -244,8 +304,7 @@ def _bools(mask: np.ndarray, n: int) -> pa.Array:
     return pa.Array.from_buffers(pa.bool_(), n, [None, pa.py_buffer(bits)], null_count=0)
 
 
-def _binary(type_, n: int, offsets, valid, data, used) -> pa.Array:
-    nulls = 0 if valid is None else n - int(np.count_nonzero(valid[:n]))
+def _binary(type_, n: int, offsets, valid, nulls: int, data, used) -> pa.Array:
     bitmap = None
     if nulls:
         bitmap = pa.py_buffer(np.packbits(valid[:n], bitorder="little"))
@@ -284,6 +343,7 @@ class ColumnarDecoder:
         self._kernels = default_kernels if kernels is None else kernels
         self._pool: list[_Buffers] = []
         self._buffers: _Buffers | None = None  # the set filled last
+        self._constants = Constants()
         self._inflater = Inflater(self._kernels)
 
     def _acquire(self, view_len: int, max_rows: int) -> _Buffers:
@@ -358,7 +418,7 @@ class ColumnarDecoder:
                     if single or b.rows() == 0:
                         raise _too_big(full, single) from None
                     yielded = True
-                    yield b.to_arrow()
+                    yield b.to_arrow(self._constants)
                     b = self._acquire(end, max_rows)
                 pos = result[1]
                 continue
@@ -371,19 +431,19 @@ class ColumnarDecoder:
                     if single or b.rows() == 0:
                         raise _too_big(full, single) from None
                     yielded = True
-                    yield b.to_arrow()
+                    yield b.to_arrow(self._constants)
                     b = self._acquire(end, max_rows)
                     pos = result[1]
                 continue
             if status == A.ROWS_FULL:
                 yielded = True
-                yield b.to_arrow()
+                yield b.to_arrow(self._constants)
                 b = self._acquire(end, max_rows)
                 pos = result[1]
                 continue
             # END or RANGE_END: a last chunk, or one empty batch (with the schema) if none came
             if b.rows() or not yielded:
-                yield b.to_arrow()
+                yield b.to_arrow(self._constants)
             return
 
     def _decompressed(self, b, view, result, lo, hi, flags, max_size, position_base) -> int:

@@ -15,7 +15,7 @@ exceptions, so both twins raise identical errors.
 
 from __future__ import annotations
 
-ABI_VERSION = 7
+ABI_VERSION = 8
 
 # -- output slots (sink arrays, in this order) ---------------------------------------------------
 OFFSET = 0  # int64[R]
@@ -49,7 +49,33 @@ ST_VALUE_BYTES = 2
 ST_HEADERS = 3
 ST_HKEY_BYTES = 4
 ST_HVAL_BYTES = 5
-STATE_SIZE = 6
+ST_KEY_NULLS = 6  # null keys among the rows
+ST_VALUE_NULLS = 7  # null values among the rows
+ST_HVAL_NULLS = 8  # null values among the headers
+# Bit k set: batch-level column k (below) has one value in every row, ST_SHARED_VALUES + k, and
+# its array has not been written (the driver makes a constant array); clear: the array holds it.
+ST_SHARED = 9
+ST_SHARED_VALUES = 10
+STATE_SIZE = 17
+
+# -- batch-level columns, by their bit in ST_SHARED -----------------------------------------------
+B_TIMESTAMP_TYPE = 0
+B_PRODUCER_ID = 1
+B_PRODUCER_EPOCH = 2
+B_SEQUENCE = 3
+B_IS_TRANSACTIONAL = 4
+B_IS_CONTROL = 5
+B_PARTITION_LEADER_EPOCH = 6
+BATCH_COLUMNS = 7
+BATCH_SLOTS = (
+    TIMESTAMP_TYPE,
+    PRODUCER_ID,
+    PRODUCER_EPOCH,
+    SEQUENCE,
+    IS_TRANSACTIONAL,
+    IS_CONTROL,
+    PARTITION_LEADER_EPOCH,
+)
 
 # -- statuses ------------------------------------------------------------------------------------
 END = 0  # reached the end of the buffer or a partial trailing entry (at pos)

@@ -275,18 +275,21 @@ def _records_v2(
     m = len(offsets)
     _put(v, A.OFFSET, n, "q", offsets)
     _put(v, A.TIMESTAMP, n, "q", stamps)
-    _put(v, A.TIMESTAMP_TYPE, n, "i", [1 if log_append else 0] * m)
     _put(v, A.KEY_VALID, n, "B", k_valid)
     _put(v, A.KEY_OFFSETS, n + 1, "i", k_ends)
     _put(v, A.VALUE_VALID, n, "B", v_valid)
     _put(v, A.VALUE_OFFSETS, n + 1, "i", v_ends)
     _put(v, A.HEADER_OFFSETS, n + 1, "i", h_ends)
-    _put(v, A.PRODUCER_ID, n, "q", [producer_id] * m)
-    _put(v, A.PRODUCER_EPOCH, n, "h", [producer_epoch] * m)
-    _put(v, A.SEQUENCE, n, "i", sequences)
-    _put(v, A.IS_TRANSACTIONAL, n, "B", [1 if attributes & 0x10 else 0] * m)
-    _put(v, A.IS_CONTROL, n, "B", [1 if attributes & 0x20 else 0] * m)
-    _put(v, A.PARTITION_LEADER_EPOCH, n, "i", [leader_epoch] * m)
+    batch_values = (
+        1 if log_append else 0,
+        producer_id,
+        producer_epoch,
+        -1,
+        1 if attributes & 0x10 else 0,
+        1 if attributes & 0x20 else 0,
+        leader_epoch,
+    )
+    _batch_columns(v, n, n + m, batch_values, sequences if base_sequence >= 0 else None)
     h0 = st[A.ST_HEADERS]
     _put(v, A.HKEY_OFFSETS, h0 + 1, "i", hk_ends)
     _put(v, A.HVAL_OFFSETS, h0 + 1, "i", hv_ends)
@@ -302,6 +305,41 @@ def _records_v2(
     st[A.ST_ROWS] = n + m
     st[A.ST_KEY_BYTES], st[A.ST_VALUE_BYTES] = ku, vu
     st[A.ST_HEADERS], st[A.ST_HKEY_BYTES], st[A.ST_HVAL_BYTES] = nh, hku, hvu
+    st[A.ST_KEY_NULLS] += m - sum(k_valid)
+    st[A.ST_VALUE_NULLS] += m - sum(v_valid)
+    st[A.ST_HVAL_NULLS] += len(hv_valid) - sum(hv_valid)
+
+
+_BATCH_CODES = ("i", "q", "h", "i", "B", "B", "i")
+_ALL_SHARED = (1 << A.BATCH_COLUMNS) - 1
+
+
+def _batch_columns(v, start: int, stop: int, values: tuple, sequences: list | None) -> None:
+    """Rows [start, stop) of the batch-level columns take ``values`` (by ``B_*``; with
+    ``sequences``, those rows' sequences instead of ``values[B_SEQUENCE]``). A column is written
+    only once its rows stop sharing one value: until then its bit in ST_SHARED is set and the
+    value kept at ST_SHARED_VALUES (the driver makes a constant array for it)."""
+    if stop <= start:
+        return
+    st = v[A.STATE]
+    same = A.ST_SHARED_VALUES
+    shared = st[A.ST_SHARED]
+    if start == 0:  # a chunk's first rows
+        shared = _ALL_SHARED
+        for k, value in enumerate(values):
+            st[same + k] = value
+        if sequences is not None:
+            shared &= ~(1 << A.B_SEQUENCE)
+    for k, value in enumerate(values):
+        slot, code, bit = A.BATCH_SLOTS[k], _BATCH_CODES[k], 1 << k
+        computed = k == A.B_SEQUENCE and sequences is not None
+        if shared & bit:
+            if not computed and value == st[same + k]:
+                continue
+            _put(v, slot, 0, code, [st[same + k]] * start)  # the rows before shared one value
+            shared &= ~bit
+        _put(v, slot, start, code, sequences if computed else [value] * (stop - start))
+    st[A.ST_SHARED] = shared
 
 
 def _put(views, slot: int, at: int, code: str, items: list) -> None:
@@ -353,13 +391,10 @@ def _legacy_row(
     v[A.HEADER_OFFSETS][n + 1] = st[A.ST_HEADERS]
     v[A.OFFSET][n] = offset
     v[A.TIMESTAMP][n] = timestamp
-    v[A.TIMESTAMP_TYPE][n] = ts_type
-    v[A.PRODUCER_ID][n] = -1
-    v[A.PRODUCER_EPOCH][n] = -1
-    v[A.SEQUENCE][n] = -1
-    v[A.IS_TRANSACTIONAL][n] = 0
-    v[A.IS_CONTROL][n] = 0
-    v[A.PARTITION_LEADER_EPOCH][n] = -1
+    st[A.ST_KEY_NULLS] += k_len < 0
+    st[A.ST_VALUE_NULLS] += v_len < 0
+    # a message's batch-level columns: no producer, sequence or leader epoch; its timestamp type
+    _batch_columns(v, n, n + 1, (ts_type, -1, -1, -1, 0, 0, -1), None)
     st[A.ST_ROWS] = n + 1
     st[A.ST_KEY_BYTES], st[A.ST_VALUE_BYTES] = ku, vu
 

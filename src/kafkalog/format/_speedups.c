@@ -91,7 +91,10 @@ PyMODINIT_FUNC PyInit__speedups(void) {
         {"E_CRC", E_CRC}, {"E_HVAL_OVERRUN", E_HVAL_OVERRUN}, {"F_HVAL_LENGTH", F_HVAL_LENGTH},
         {"PLAN_WIDTH", PLAN_WIDTH}, {"FLAG_KEEP_CONTROL", FLAG_KEEP_CONTROL},
         {"FLAG_VALIDATE_CRC", FLAG_VALIDATE_CRC}, {"GROW_HVAL_DATA", GROW_HVAL_DATA},
-        {"ST_HVAL_BYTES", ST_HVAL_BYTES}, {"STATE", S_STATE},
+        {"ST_HVAL_BYTES", ST_HVAL_BYTES}, {"STATE", S_STATE}, {"ST_KEY_NULLS", ST_KEY_NULLS},
+        {"ST_HVAL_NULLS", ST_HVAL_NULLS}, {"ST_SHARED", ST_SHARED},
+        {"ST_SHARED_VALUES", ST_SHARED_VALUES}, {"BATCH_COLUMNS", BATCH_COLUMNS},
+        {"B_SEQUENCE", B_SEQUENCE}, {"B_PARTITION_LEADER_EPOCH", B_PARTITION_LEADER_EPOCH},
     };
     for (size_t i = 0; i < sizeof(consts) / sizeof(consts[0]); i++)
         if (PyModule_AddIntConstant(m, consts[i].name, consts[i].value) < 0) {

@@ -32,7 +32,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define ABI_VERSION 7
+#define ABI_VERSION 8
 
 /* output slots */
 enum {
@@ -42,7 +42,11 @@ enum {
     S_IS_TRANSACTIONAL, S_IS_CONTROL, S_PARTITION_LEADER_EPOCH, S_STATE, NUM_SLOTS
 };
 enum { ST_ROWS, ST_KEY_BYTES, ST_VALUE_BYTES, ST_HEADERS, ST_HKEY_BYTES, ST_HVAL_BYTES,
-       STATE_SIZE };
+       ST_KEY_NULLS, ST_VALUE_NULLS, ST_HVAL_NULLS, ST_SHARED, ST_SHARED_VALUES,
+       STATE_SIZE = ST_SHARED_VALUES + 7 };
+/* the batch-level columns, by their bit in ST_SHARED (see kl_batch_columns) */
+enum { B_TIMESTAMP_TYPE, B_PRODUCER_ID, B_PRODUCER_EPOCH, B_SEQUENCE, B_IS_TRANSACTIONAL,
+       B_IS_CONTROL, B_PARTITION_LEADER_EPOCH, BATCH_COLUMNS };
 enum { END, DECOMPRESS, ROWS_FULL, NEED_SPACE, RANGE_END, ERROR };
 enum { GROW_ROWS, GROW_KEY_DATA, GROW_VALUE_DATA, GROW_HEADERS, GROW_HKEY_DATA, GROW_HVAL_DATA };
 #define FLAG_VALIDATE_CRC 1
@@ -164,6 +168,10 @@ int kl_crc_set_hardware(int level); /* 0 tables, 1 SSE4.2/PCLMULQDQ, 2 AVX-512 *
 /* -- records and messages (_speedups_records.c, _speedups_legacy.c) ---------------------------- */
 int kl_records_v2(SinkObject *s, const uint8_t *b, Py_ssize_t start, Py_ssize_t end,
                   const batch_t *bt, result_t *r);
+/* Rows [from, to) of the batch-level columns take the values v (by B_*); with ``sequences``, the
+ * rows' sequences follow from their offsets and its baseSequence instead of v[B_SEQUENCE]. */
+void kl_batch_columns(SinkObject *s, int64_t from, int64_t to, const int64_t v[BATCH_COLUMNS],
+                      const batch_t *sequences);
 int kl_legacy_key_value(const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int magic,
                         Py_ssize_t out[4], result_t *r);
 int kl_legacy_row(SinkObject *s, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t offset,

@@ -69,7 +69,7 @@ static int Sink_init(SinkObject *self, PyObject *args, PyObject *kwds) {
     self->cap[S_OFFSET] = rows;
     self->cap[S_HVAL_VALID] = hdrs;
     int64_t *st = self->p[S_STATE];
-    for (int i = 0; i < STATE_SIZE; i++)
+    for (int i = 0; i < ST_SHARED_VALUES; i++) /* fill levels, null counts, shared columns */
         if (st[i] < 0) {
             PyErr_SetString(PyExc_ValueError, "negative sink state");
             return -1;

@@ -4,6 +4,8 @@
  */
 #include "_speedups.h"
 
+#define ALL_SHARED (((int64_t)1 << BATCH_COLUMNS) - 1)
+
 
 /* Key and value of the message whose entry is b[pos:end] (its size already checked >= min). */
 int kl_legacy_key_value(const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int magic,
@@ -48,18 +50,21 @@ int kl_legacy_row(SinkObject *s, const uint8_t *b, Py_ssize_t pos, Py_ssize_t en
     }
     ((uint8_t *)s->p[S_KEY_VALID])[n] = k_len >= 0;
     ((uint8_t *)s->p[S_VALUE_VALID])[n] = v_len >= 0;
+    st[ST_KEY_NULLS] += k_len < 0;
+    st[ST_VALUE_NULLS] += v_len < 0;
     ((int32_t *)s->p[S_KEY_OFFSETS])[n + 1] = (int32_t)ku;
     ((int32_t *)s->p[S_VALUE_OFFSETS])[n + 1] = (int32_t)vu;
     ((int32_t *)s->p[S_HEADER_OFFSETS])[n + 1] = (int32_t)st[ST_HEADERS];
     ((int64_t *)s->p[S_OFFSET])[n] = offset;
     ((int64_t *)s->p[S_TIMESTAMP])[n] = ts;
-    ((int32_t *)s->p[S_TIMESTAMP_TYPE])[n] = ts_type;
-    ((int64_t *)s->p[S_PRODUCER_ID])[n] = -1;
-    ((int16_t *)s->p[S_PRODUCER_EPOCH])[n] = -1;
-    ((int32_t *)s->p[S_SEQUENCE])[n] = -1;
-    ((uint8_t *)s->p[S_IS_TRANSACTIONAL])[n] = 0;
-    ((uint8_t *)s->p[S_IS_CONTROL])[n] = 0;
-    ((int32_t *)s->p[S_PARTITION_LEADER_EPOCH])[n] = -1;
+    /* a message's batch-level columns: no producer, sequence or leader epoch; its timestamp type */
+    const int64_t *same = st + ST_SHARED_VALUES;
+    if (n == 0 || st[ST_SHARED] != ALL_SHARED || same[B_TIMESTAMP_TYPE] != ts_type ||
+        same[B_PRODUCER_ID] != -1 || same[B_PRODUCER_EPOCH] != -1 || same[B_SEQUENCE] != -1 ||
+        same[B_IS_TRANSACTIONAL] || same[B_IS_CONTROL] || same[B_PARTITION_LEADER_EPOCH] != -1) {
+        const int64_t v[BATCH_COLUMNS] = {ts_type, -1, -1, -1, 0, 0, -1};
+        kl_batch_columns(s, n, n + 1, v, NULL);
+    }
     st[ST_ROWS] = n + 1;
     st[ST_KEY_BYTES] = ku;
     st[ST_VALUE_BYTES] = vu;

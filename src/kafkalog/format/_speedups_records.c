@@ -190,34 +190,89 @@ static void fill_items(void *dst, const void *item, size_t width, int64_t count)
     memcpy(d, pattern, total);
 }
 
-/* The columns a batch's records share, and their sequence numbers, for rows [from, to): filled
- * after the record walk, which then has fewer stores and fewer live pointers per record (about
- * 6% faster on 1 MB batches). */
-static void fill_batch_columns(SinkObject *s, int64_t from, int64_t to, const batch_t *bt) {
-    const int32_t tt = (bt->attributes & 0x08) != 0, ple = bt->leader_epoch;
-    const int64_t pid = bt->producer_id, count = to - from;
-    const int16_t ep = bt->producer_epoch;
-    fill_items((int32_t *)s->p[S_TIMESTAMP_TYPE] + from, &tt, 4, count);
-    fill_items((int64_t *)s->p[S_PRODUCER_ID] + from, &pid, 8, count);
-    fill_items((int16_t *)s->p[S_PRODUCER_EPOCH] + from, &ep, 2, count);
-    fill_items((int32_t *)s->p[S_PARTITION_LEADER_EPOCH] + from, &ple, 4, count);
-    memset((uint8_t *)s->p[S_IS_TRANSACTIONAL] + from, (bt->attributes & 0x10) ? 1 : 0,
-           (size_t)count);
-    memset((uint8_t *)s->p[S_IS_CONTROL] + from, (bt->attributes & 0x20) ? 1 : 0, (size_t)count);
-    int32_t *o_seq = (int32_t *)s->p[S_SEQUENCE] + from;
-    if (bt->base_seq < 0) {
-        const int32_t none = -1;
-        fill_items(o_seq, &none, 4, count);
-        return;
+/* -- the batch-level columns ---------------------------------------------------------------------
+ * timestampType, producerId, producerEpoch, baseSequence, isTransactional, isControl and
+ * partitionLeaderEpoch are the same for every record of a batch (a sequence follows from its
+ * offset), and most often for every batch of a chunk. They are filled after each batch's walk,
+ * which then has fewer stores and fewer live pointers per record (about 6% faster on 1 MB
+ * batches); and a column is not written at all while every row so far has one value (its bit in
+ * ST_SHARED, the value at ST_SHARED_VALUES + B_*): the driver hands Arrow one constant array for
+ * it, made once per value and kept (24 bytes a row less to write to memory: 1 MB batches 5-10%
+ * faster). The first row of another value writes the rows before it, and the column is written
+ * from then on. */
+static const int BATCH_SLOT[BATCH_COLUMNS] = {S_TIMESTAMP_TYPE, S_PRODUCER_ID, S_PRODUCER_EPOCH,
+                                              S_SEQUENCE, S_IS_TRANSACTIONAL, S_IS_CONTROL,
+                                              S_PARTITION_LEADER_EPOCH};
+static const size_t BATCH_WIDTH[BATCH_COLUMNS] = {4, 8, 2, 4, 1, 1, 4};
+
+/* Rows [from, from + count) of batch-level column k, each ``value``. */
+static void fill_column(SinkObject *s, int k, int64_t from, int64_t count, int64_t value) {
+    const size_t width = BATCH_WIDTH[k];
+    uint8_t *dst = (uint8_t *)s->p[BATCH_SLOT[k]] + (size_t)from * width;
+    if (count == 1) { /* a magic 0/1 message's row */
+        switch (width) {
+        case 8: { int64_t x = value; memcpy(dst, &x, 8); return; }
+        case 4: { int32_t x = (int32_t)value; memcpy(dst, &x, 4); return; }
+        case 2: { int16_t x = (int16_t)value; memcpy(dst, &x, 2); return; }
+        default: *dst = (uint8_t)value; return;
+        }
     }
-    /* baseSequence + offset delta (offset - baseOffset, an int32, so the sum fits an int64),
-     * wrapping past INT32_MAX to 0 as Kafka's sequences do */
+    switch (width) {
+    case 8: { int64_t x = value; fill_items(dst, &x, 8, count); return; }
+    case 4: { int32_t x = (int32_t)value; fill_items(dst, &x, 4, count); return; }
+    case 2: { int16_t x = (int16_t)value; fill_items(dst, &x, 2, count); return; }
+    default: memset(dst, (int)(uint8_t)value, (size_t)count); return;
+    }
+}
+
+/* baseSequence + offset delta (offset - baseOffset, an int32, so the sum fits an int64) for rows
+ * [from, to), wrapping past INT32_MAX to 0 as Kafka's sequences do. */
+static void fill_sequences(SinkObject *s, int64_t from, int64_t to, const batch_t *bt) {
+    int32_t *o_seq = (int32_t *)s->p[S_SEQUENCE] + from;
     const int64_t *o_off = (const int64_t *)s->p[S_OFFSET] + from;
     const int64_t first = wsub(bt->base_seq, bt->base_offset);
-    for (int64_t k = 0; k < count; k++) {
+    for (int64_t k = 0; k < to - from; k++) {
         int64_t x = wadd(first, o_off[k]);
         o_seq[k] = wrap32(x > INT32_MAX ? x - ((int64_t)1 << 31) : x);
     }
+}
+
+void kl_batch_columns(SinkObject *s, int64_t from, int64_t to, const int64_t v[BATCH_COLUMNS],
+                      const batch_t *sequences) {
+    if (to <= from) return;
+    int64_t *st = s->p[S_STATE], *same = st + ST_SHARED_VALUES;
+    int64_t shared = st[ST_SHARED];
+    if (from == 0) { /* a chunk's first rows */
+        shared = ((int64_t)1 << BATCH_COLUMNS) - 1;
+        memcpy(same, v, sizeof(int64_t) * BATCH_COLUMNS);
+        if (sequences) shared &= ~((int64_t)1 << B_SEQUENCE);
+    }
+    for (int k = 0; k < BATCH_COLUMNS; k++) {
+        const int64_t bit = (int64_t)1 << k;
+        const int computed = k == B_SEQUENCE && sequences;
+        if (shared & bit) {
+            if (!computed && v[k] == same[k]) continue;
+            fill_column(s, k, 0, from, same[k]); /* the rows before, which shared one value */
+            shared &= ~bit;
+        }
+        if (computed) fill_sequences(s, from, to, sequences);
+        else fill_column(s, k, from, to - from, v[k]);
+    }
+    st[ST_SHARED] = shared;
+}
+
+/* The batch-level columns of a v2 batch's rows [from, to). */
+static void fill_batch_columns(SinkObject *s, int64_t from, int64_t to, const batch_t *bt) {
+    const int64_t v[BATCH_COLUMNS] = {
+        [B_TIMESTAMP_TYPE] = (bt->attributes & 0x08) != 0,
+        [B_PRODUCER_ID] = bt->producer_id,
+        [B_PRODUCER_EPOCH] = bt->producer_epoch,
+        [B_SEQUENCE] = -1,
+        [B_IS_TRANSACTIONAL] = (bt->attributes & 0x10) != 0,
+        [B_IS_CONTROL] = (bt->attributes & 0x20) != 0,
+        [B_PARTITION_LEADER_EPOCH] = bt->leader_epoch,
+    };
+    kl_batch_columns(s, from, to, v, bt->base_seq < 0 ? NULL : bt);
 }
 
 /* How the walk keeps bt->crc up to date behind it: told at each record how far it has walked,
@@ -248,6 +303,7 @@ static inline __attribute__((always_inline)) int walk_v2(SinkObject *s, const ui
     if (n + count > s->cap[S_OFFSET]) GROW(GROW_ROWS, n + count);
     int64_t ku = st[ST_KEY_BYTES], vu = st[ST_VALUE_BYTES];
     int64_t nh = st[ST_HEADERS], hku = st[ST_HKEY_BYTES], hvu = st[ST_HVAL_BYTES];
+    int64_t k_nulls = st[ST_KEY_NULLS], v_nulls = st[ST_VALUE_NULLS], hv_nulls = st[ST_HVAL_NULLS];
     int64_t *o_off = s->p[S_OFFSET], *o_ts = s->p[S_TIMESTAMP];
     int32_t *o_ko = s->p[S_KEY_OFFSETS], *o_vo = s->p[S_VALUE_OFFSETS];
     int32_t *o_ho = s->p[S_HEADER_OFFSETS], *o_hko = s->p[S_HKEY_OFFSETS];
@@ -361,6 +417,7 @@ static inline __attribute__((always_inline)) int walk_v2(SinkObject *s, const ui
                         o_hvv[nh] = 1;
                     } else {
                         o_hvv[nh] = 0;
+                        hv_nulls++;
                     }
                     o_hvo[nh + 1] = (int32_t)hvu;
                     nh++;
@@ -377,6 +434,7 @@ static inline __attribute__((always_inline)) int walk_v2(SinkObject *s, const ui
             o_kv[n] = 1;
         } else {
             o_kv[n] = 0;
+            k_nulls++;
         }
         o_ko[n + 1] = (int32_t)ku;
         if (v_len >= 0) {
@@ -386,6 +444,7 @@ static inline __attribute__((always_inline)) int walk_v2(SinkObject *s, const ui
             o_vv[n] = 1;
         } else {
             o_vv[n] = 0;
+            v_nulls++;
         }
         o_vo[n + 1] = (int32_t)vu;
         o_ho[n + 1] = (int32_t)nh;
@@ -401,6 +460,9 @@ static inline __attribute__((always_inline)) int walk_v2(SinkObject *s, const ui
     st[ST_HEADERS] = nh;
     st[ST_HKEY_BYTES] = hku;
     st[ST_HVAL_BYTES] = hvu;
+    st[ST_KEY_NULLS] = k_nulls;
+    st[ST_VALUE_NULLS] = v_nulls;
+    st[ST_HVAL_NULLS] = hv_nulls;
     return 0;
 }
 

@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 
 from . import _kernel_abi as A
-from ._columnar_decode import _Buffers, _ChunkFull
+from ._columnar_decode import Constants, _Buffers, _ChunkFull
 from ._columnar_inflate import Inflater
 from ._kernels import kernels
 from .codecs import DEFAULT_MAX_DECOMPRESSED_SIZE
@@ -105,7 +105,10 @@ def v2_compressed_columns(view: memoryview, h: V2Header) -> tuple[RecordColumns,
 def current_records() -> pa.RecordBatch:
     """The records of this thread's last decode as Arrow columns (``fast.SCHEMA``), without a
     copy: valid until its next call (a rebuild re-encodes them from here)."""
-    return _local.buffers.to_arrow()
+    constants = getattr(_local, "constants", None)
+    if constants is None:
+        constants = _local.constants = Constants()
+    return _local.buffers.to_arrow(constants)
 
 
 def _fill(b: _Buffers, decode) -> tuple | None:
