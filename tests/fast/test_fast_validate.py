@@ -97,7 +97,9 @@ def _decoded(kernels, data: bytes, count: int, base_ts: int, max_ts: int, log_ap
     stamps = a[A.TIMESTAMP][:count]
     stamps = stamps[stamps != -1]
     lo, hi = (int(stamps.min()), int(stamps.max())) if len(stamps) else (-1, -1)
-    nulls = int((a[A.KEY_VALID][:count] == 0).sum())
+    nulls = int(b.state[A.ST_KEY_NULLS])
+    if nulls:
+        assert nulls == int((a[A.KEY_VALID][:count] == 0).sum())
     deltas = a[A.OFFSET][:count] - _BASE_OFFSET
     return (A.END, len(data), lo, hi, nulls, int(np.array_equal(deltas, np.arange(count))))
 

@@ -49,9 +49,11 @@ ST_VALUE_BYTES = 2
 ST_HEADERS = 3
 ST_HKEY_BYTES = 4
 ST_HVAL_BYTES = 5
-ST_KEY_NULLS = 6  # null keys among the rows
-ST_VALUE_NULLS = 7  # null values among the rows
-ST_HVAL_NULLS = 8  # null values among the headers
+# Null keys among the rows, null values, null header values. While one is 0, its validity array
+# (KEY_VALID, VALUE_VALID, HVAL_VALID) may be unwritten: every item is valid.
+ST_KEY_NULLS = 6
+ST_VALUE_NULLS = 7
+ST_HVAL_NULLS = 8
 # Bit k set: batch-level column k (below) has one value in every row, ST_SHARED_VALUES + k, and
 # its array has not been written (the driver makes a constant array); clear: the array holds it.
 ST_SHARED = 9

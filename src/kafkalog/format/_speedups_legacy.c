@@ -28,6 +28,17 @@ int kl_legacy_key_value(const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int ma
     return 0;
 }
 
+/* Row n's validity, written only once the chunk has a null (as the v2 walk does). */
+static inline void set_valid(uint8_t *valid, int64_t n, int present, int64_t *nulls) {
+    if (present) {
+        if (*nulls) valid[n] = 1;
+        return;
+    }
+    if (!*nulls) memset(valid, 1, (size_t)n);
+    valid[n] = 0;
+    ++*nulls;
+}
+
 int kl_legacy_row(SinkObject *s, const uint8_t *b, Py_ssize_t pos, Py_ssize_t end, int64_t offset,
                   int64_t ts, int32_t ts_type, int magic, result_t *r) {
     int64_t *st = s->p[S_STATE];
@@ -48,10 +59,8 @@ int kl_legacy_row(SinkObject *s, const uint8_t *b, Py_ssize_t pos, Py_ssize_t en
         memcpy((uint8_t *)s->p[S_VALUE_DATA] + vu, b + kv[2], (size_t)v_len);
         vu += v_len;
     }
-    ((uint8_t *)s->p[S_KEY_VALID])[n] = k_len >= 0;
-    ((uint8_t *)s->p[S_VALUE_VALID])[n] = v_len >= 0;
-    st[ST_KEY_NULLS] += k_len < 0;
-    st[ST_VALUE_NULLS] += v_len < 0;
+    set_valid(s->p[S_KEY_VALID], n, k_len >= 0, &st[ST_KEY_NULLS]);
+    set_valid(s->p[S_VALUE_VALID], n, v_len >= 0, &st[ST_VALUE_NULLS]);
     ((int32_t *)s->p[S_KEY_OFFSETS])[n + 1] = (int32_t)ku;
     ((int32_t *)s->p[S_VALUE_OFFSETS])[n + 1] = (int32_t)vu;
     ((int32_t *)s->p[S_HEADER_OFFSETS])[n + 1] = (int32_t)st[ST_HEADERS];

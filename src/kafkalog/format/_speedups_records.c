@@ -289,7 +289,11 @@ static inline void crc_in_steps(void *unused, crc_run_t *crc, const uint8_t *b,
     }
 }
 
-/* Append the records of b[start:end]; 0, or -1 with r filled (ERROR or NEED_SPACE). Fill levels
+/* The validity bytes of keys, values and header values are written only once their chunk has a
+ * null (ST_*_NULLS > 0; the first null writes the ones before it): most chunks have none, and
+ * the stores measured 2-2.5% of a walk of records with two headers.
+ *
+ * Append the records of b[start:end]; 0, or -1 with r filled (ERROR or NEED_SPACE). Fill levels
  * change only on success, so the caller can retry after growing. Inlined into each of its callers
  * below, with their ways of following the CRC (in steps, by words, folded). */
 static inline __attribute__((always_inline)) int walk_v2(SinkObject *s, const uint8_t *b,
@@ -375,7 +379,7 @@ static inline __attribute__((always_inline)) int walk_v2(SinkObject *s, const ui
                     hvu += vl;
                     o_hko[nh + 1] = (int32_t)hku;
                     o_hvo[nh + 1] = (int32_t)hvu;
-                    o_hvv[nh] = 1;
+                    if (hv_nulls) o_hvv[nh] = 1;
                     nh++;
                     pos += 2 + kl + vl;
                 }
@@ -414,8 +418,9 @@ static inline __attribute__((always_inline)) int walk_v2(SinkObject *s, const ui
                         if (hvu + hv_len > hvcap) GROW(GROW_HVAL_DATA, hvu + (end - hv_pos));
                         copy_bytes(o_hvd + hvu, b + hv_pos, (size_t)hv_len);
                         hvu += hv_len;
-                        o_hvv[nh] = 1;
+                        if (hv_nulls) o_hvv[nh] = 1;
                     } else {
+                        if (!hv_nulls) memset(o_hvv, 1, (size_t)nh);
                         o_hvv[nh] = 0;
                         hv_nulls++;
                     }
@@ -431,8 +436,9 @@ static inline __attribute__((always_inline)) int walk_v2(SinkObject *s, const ui
             if (ku + k_len > kcap) GROW(GROW_KEY_DATA, ku + (end - k_pos));
             copy_bytes(o_kd + ku, b + k_pos, (size_t)k_len);
             ku += k_len;
-            o_kv[n] = 1;
+            if (k_nulls) o_kv[n] = 1;
         } else {
+            if (!k_nulls) memset(o_kv, 1, (size_t)n);
             o_kv[n] = 0;
             k_nulls++;
         }
@@ -441,8 +447,9 @@ static inline __attribute__((always_inline)) int walk_v2(SinkObject *s, const ui
             if (vu + v_len > vcap) GROW(GROW_VALUE_DATA, vu + (end - v_pos));
             copy_bytes(o_vd + vu, b + v_pos, (size_t)v_len);
             vu += v_len;
-            o_vv[n] = 1;
+            if (v_nulls) o_vv[n] = 1;
         } else {
+            if (!v_nulls) memset(o_vv, 1, (size_t)n);
             o_vv[n] = 0;
             v_nulls++;
         }

@@ -130,5 +130,9 @@ def _columns(b: _Buffers, count: int, copy: bool) -> RecordColumns | None:
     if b.rows() != count:
         return None
     a = b.arrays
-    columns = RecordColumns(a[A.OFFSET][:count], a[A.TIMESTAMP][:count], a[A.KEY_VALID][:count])
+    if b.state[A.ST_KEY_NULLS]:
+        key_present = a[A.KEY_VALID][:count]
+    else:  # the kernels write no validity before a chunk's first null
+        key_present = np.ones(count, np.uint8)
+    columns = RecordColumns(a[A.OFFSET][:count], a[A.TIMESTAMP][:count], key_present)
     return RecordColumns(*(c.copy() for c in columns)) if copy else columns
