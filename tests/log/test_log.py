@@ -784,3 +784,37 @@ def test_unclean_reopen_rebuilds_the_same_indexes_and_producer_state(tmp_path: P
     for name, sha in files.items():
         if not name.endswith(".snapshot"):
             assert rebuilt[name] == sha, name
+
+
+def _open_descriptors() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc/self/fd")
+def test_a_log_dropped_unclosed_gives_its_descriptors_back(tmp_path: Path) -> None:
+    """A log abandoned without close (its writer died mid-append, a caller forgot): once it is
+    garbage, its segments', indexes' and transaction index's descriptors are closed, as a file
+    object's are; a window sliced from a segment keeps that segment's descriptor while it lives."""
+    import gc
+
+    gc.collect()
+    before = _open_descriptors()
+    log = open_log(tmp_path / "t-0", {"internal.segment.bytes": 2048, "index.interval.bytes": 100})
+    for i in range(12):
+        values = [b"v" * 100] * 4
+        log.append_as_leader(
+            client_batch(values, producer_id=7, epoch=0, seq=4 * i, transactional=True)
+        )
+        if i % 4 == 3:
+            log.append_as_leader(
+                marker(ControlRecordType.ABORT, 7, 0), origin=AppendOrigin.COORDINATOR
+            )
+    assert len(segment_files(log.dir)) > 2
+    assert segment_files(log.dir, ".txnindex")
+    window = log.segment_for(0).log.slice(0, 200)
+    del log
+    gc.collect()
+    assert len(window.read(0, 200)) == 200  # its segment's descriptor is still open
+    del window
+    gc.collect()
+    assert _open_descriptors() == before

@@ -54,3 +54,12 @@ class DataDirLock:
         if self._fd is not None:
             os.close(self._fd)  # closing releases the flock
             self._fd = None
+
+    def __del__(self) -> None:
+        # Dropped while held (its holder abandoned): the lock goes with the descriptor.
+        if getattr(self, "_fd", None) is not None:
+            try:
+                os.close(self._fd)
+            except OSError:
+                pass
+            self._fd = None

@@ -120,9 +120,11 @@ class FileRecords:
         if position < self._start or position > end:
             raise ValueError(f"slice position {position} outside [{self._start}, {end}]")
         stop = end if size is None else min(end, position + size)
-        return FileRecords(
+        window = FileRecords(
             self.path, start=position, end=stop, _fd=self._fd, max_decompressed_size=self._max
         )
+        window._owner = self  # the descriptor's owner lives as long as its windows
+        return window
 
     def detach(self) -> FileRecords:
         """This window over a duplicate descriptor that the result owns (``close`` releases it).
@@ -331,6 +333,17 @@ class FileRecords:
         if not self._closed and self._owns_fd:
             os.close(self._fd)
         self._closed = True
+
+    def __del__(self) -> None:
+        # Dropped unclosed (a log abandoned, a writer that died mid-append): the descriptor goes
+        # back as a file object's does, so that a long-lived process neither runs out of
+        # descriptors nor keeps deleted segments' space allocated.
+        if getattr(self, "_owns_fd", False) and not getattr(self, "_closed", True):
+            self._closed = True
+            try:
+                os.close(self._fd)
+            except OSError:
+                pass
 
     def __enter__(self) -> FileRecords:
         return self

@@ -430,6 +430,16 @@ class AbstractIndex(abc.ABC):
             os.close(self._fd)
             self._fd = -1
 
+    def __del__(self) -> None:
+        # Dropped unclosed: the writer's descriptor goes back (the map closes itself).
+        fd = getattr(self, "_fd", -1)
+        if fd >= 0:
+            self._fd = -1
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
     def flush(self) -> None:
         """Make the entries durable (fsync of the file they were written to)."""
         with self._lock:

@@ -250,6 +250,14 @@ class TransactionIndex:
             os.close(self._fd)
             self._fd = None
 
+    def __del__(self) -> None:
+        # Dropped unclosed: the descriptor goes back, as a file object's does.
+        if getattr(self, "_fd", None) is not None:
+            try:
+                self.close()
+            except OSError:
+                pass
+
     def delete_if_exists(self) -> bool:
         """Close and delete the file; False if it did not exist."""
         self._check_writable("delete")
