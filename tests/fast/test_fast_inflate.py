@@ -16,13 +16,25 @@ from hypothesis import strategies as st
 
 from codec_damage import CAPS, CUTS, FLIPS, damaged, outcome
 from kafkalog.format._columnar_inflate import Inflater
-from kafkalog.format.codecs import compress, decompress
+from kafkalog.format.codecs import compress, decompress, libzstd
 from kafkalog.format.codecs.snappy import XERIAL_HEADER
 
 SETTINGS = settings(
     max_examples=150, deadline=None, suppress_health_check=[HealthCheck.data_too_large]
 )
 SNAPPY, LZ4, ZSTD = 2, 3, 4
+# How a zstd frame past one block is decoded: in one shot by the system's libzstd, or streamed
+# by zstandard (where there is no system libzstd, or it is turned off).
+ZSTD_LANES = ("one-shot", "stream")
+
+
+def make_inflater(kernels: str, lane: str = "one-shot") -> Inflater:
+    if lane == "one-shot" and not libzstd.available():
+        pytest.skip("no system libzstd (libzstd.so.1) on this machine: nothing to compare")
+    inflater = Inflater(twin(kernels))
+    if lane == "stream":
+        inflater._one_shot = False
+    return inflater
 
 
 def payloads():
@@ -61,11 +73,12 @@ def frames(data: bytes) -> list[tuple[int, int, bytes]]:
     return out
 
 
+@pytest.mark.parametrize("lane", ZSTD_LANES)
 @pytest.mark.parametrize("kernels", TWINS)
 @given(data=payloads())
 @SETTINGS
-def test_every_framing_inflates_to_the_codec_modules_bytes(kernels, data):
-    inflater = Inflater(twin(kernels))
+def test_every_framing_inflates_to_the_codec_modules_bytes(kernels, lane, data):
+    inflater = make_inflater(kernels, lane)
     for codec, magic, frame in frames(data):
         got = inflater.inflate(codec, memoryview(frame), magic, 1 << 30)
         assert bytes(got) == data == decompress(codec, frame, magic=magic)
@@ -77,12 +90,13 @@ def test_every_framing_inflates_to_the_codec_modules_bytes(kernels, data):
     cut=CUTS,
     max_size=CAPS,
 )
+@pytest.mark.parametrize("lane", ZSTD_LANES)
 @pytest.mark.parametrize("kernels", TWINS)
 @SETTINGS
 def test_damaged_or_oversized_input_gives_the_codec_modules_result(
-    kernels, data, flips, cut, max_size
+    kernels, lane, data, flips, cut, max_size
 ):
-    inflater = Inflater(twin(kernels))
+    inflater = make_inflater(kernels, lane)
     for codec, magic, frame in frames(data):
         # The undamaged frame first: the inflater learns its header, so that the damaged one
         # meets the short path for frames of a known kind too.
@@ -90,6 +104,29 @@ def test_damaged_or_oversized_input_gives_the_codec_modules_result(
         bad = damaged(frame, flips, cut)
         expected = outcome(decompress, codec, bad, magic=magic, max_size=max_size)
         assert outcome(inflater.inflate, codec, memoryview(bad), magic, max_size) == expected
+
+
+@pytest.mark.parametrize("lane", ZSTD_LANES)
+@pytest.mark.parametrize("descriptor", [0x88, 0x89, 0xF8])
+def test_zstd_windows_past_the_streaming_limit_fail_as_the_codec_module_does(lane, descriptor):
+    """libzstd streams frames of windows up to 128 MiB (its default limit, zstandard's and Java's
+    zstd-jni's); one-shot decoding has no limit, so the one-shot lane leaves larger windows to
+    zstandard, which refuses them."""
+    data = b"".join(b"%08d," % (i * 7919 % 100_003) for i in range(60_000))  # 4 blocks
+    frame = bytearray(compress(ZSTD, data))
+    assert frame[4] & 0x20 == 0  # a window descriptor, no single segment
+    frame[5] = descriptor  # 128 MiB, 144 MiB, 3.75 TiB
+    expected = outcome(decompress, ZSTD, bytes(frame), magic=2, max_size=1 << 30)
+    assert (expected[0] == "ok") == (descriptor == 0x88)
+    got = outcome(make_inflater("compiled", lane).inflate, ZSTD, memoryview(frame), 2, 1 << 30)
+    assert got == expected
+
+
+def test_a_zstd_frame_past_one_block_takes_the_one_shot_lane_where_there_is_libzstd():
+    inflater = make_inflater("compiled")
+    data = b"".join(b"%08d," % (i * 7919 % 100_003) for i in range(60_000))  # 4 blocks
+    assert bytes(inflater.inflate(ZSTD, memoryview(compress(ZSTD, data)), 2, 1 << 30)) == data
+    assert isinstance(inflater._one_shot, libzstd.OneShot)
 
 
 def test_views_handed_out_stay_valid_while_the_buffer_grows():
