@@ -9,6 +9,7 @@ import pytest
 from fastcheck import TWINS, control_batch, logs, reference_outcome, twin
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from kafka.record import MemoryRecords as KpMemoryRecords
 
 from kafkalog.format import MemoryRecordsBuilder, fast
 
@@ -82,6 +83,49 @@ def test_every_chunk_held_keeps_its_columns_while_the_decoder_goes_on(bufs, max_
         for buf, chunks in held:
             rows = pa.Table.from_batches(chunks, schema=fast.SCHEMA).to_pylist()
             assert ("ok", rows) == reference_outcome(buf)
+            assert [tuple(r[k] for k in _BATCH_LEVEL) for r in rows] == _kafka_python_fields(buf)
+
+
+_BATCH_LEVEL = (
+    "offset",
+    "timestampType",
+    "producerId",
+    "producerEpoch",
+    "sequence",
+    "isTransactional",
+    "isControl",
+    "partitionLeaderEpoch",
+)
+
+
+def _kafka_python_fields(buf: bytes) -> list[tuple]:
+    """Each record's offset and batch-level fields as kafka-python reads them (magic 0/1
+    messages have no producer, sequence or leader epoch; magic 0 no timestamp type)."""
+    rows = []
+    records = KpMemoryRecords(buf)
+    while records.has_next():
+        batch = records.next_batch()
+        for r in batch:
+            if batch.magic < 2:
+                tt = -1 if r.timestamp_type is None else r.timestamp_type
+                rows.append((r.offset, tt, -1, -1, -1, False, False, -1))
+                continue
+            seq = -1
+            if batch.base_sequence >= 0:
+                seq = batch._increment_sequence(batch.base_sequence, r.offset - batch.base_offset)
+            rows.append(
+                (
+                    r.offset,
+                    batch.timestamp_type,
+                    batch.producer_id,
+                    batch.producer_epoch,
+                    seq,
+                    batch.is_transactional,
+                    batch.is_control_batch,
+                    batch.leader_epoch,
+                )
+            )
+    return rows
 
 
 def test_a_chunk_of_one_producer_shares_constant_batch_level_arrays():
