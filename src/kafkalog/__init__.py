@@ -4,7 +4,13 @@ Layers, each importing only those below it: ``kafkalog.format`` (pure functions 
 then ``kafkalog.log`` (files), then the edges (``kafkalog.cli``, ``kafkalog.spark``).
 """
 
+import logging
+
 __version__ = "0.1.0"
+
+# A library logs to "kafkalog" and leaves output to the application (the command line shows
+# warnings its own way; the Spark source adds a handler in its worker processes).
+logging.getLogger("kafkalog").addHandler(logging.NullHandler())
 
 
 def __getattr__(name: str):

@@ -57,11 +57,16 @@ def exit_status(command: str, error: BaseException) -> int:
 
 @contextmanager
 def warnings_to_stderr(command: str):
-    """Show warnings (skipped data with failOnDataLoss off, ignored options) as one line each."""
+    """Show warnings (skipped data with failOnDataLoss off, torn tails, ignored options) as one
+    line each, once (``consume --follow`` plans again and again over the same torn tail)."""
+    seen: set[str] = set()
 
     def show(message, category, filename, lineno, file=None, line=None) -> None:
         text = _cli_words(str(message))
         text = text.removeprefix("kafkalog: ")
+        if text in seen:
+            return
+        seen.add(text)
         report(command, f"warning: {text}")
 
     with warnings.catch_warnings():

@@ -1,74 +1,27 @@
-"""Walking a buffer of log entries of any magic: Kafka's MemoryRecords / FileLogInputStream.
+"""Walking a buffer of log entries of any magic: Kafka's MemoryRecords.
 
-An entry starts ``offset int64 | size int32 | ... | magic int8`` (magic at byte 16 whatever the
-version), so 17 bytes decide how to read it. The walk is shallow: it slices each entry into a
-:class:`RecordBatch` (magic 2) or :class:`LegacyBatch` (magic 0/1) view without touching its
-records. As in Kafka, fewer than 17 bytes left, or an entry longer than what is left, is a *partial
-tail* that ends the walk quietly (normal for an active segment), while a size below the minimum or
-an unknown magic is corruption. Kafka's preallocated files end in zeros, which read as size 0:
-:class:`RecordsScan` tells that ``zeros`` tail apart from a ``corrupt`` one.
+Entries are framed by the one entry walk (:func:`kafkalog.format.entries.frame_entry`: a partial
+tail ends the walk quietly, a bad size or magic is corruption). The walk is shallow: it slices
+each entry into a :class:`RecordBatch` (magic 2) or :class:`LegacyBatch` (magic 0/1) view without
+touching its records. :class:`RecordsScan` never raises on framing and says how the walk ended
+(a ``zeros`` tail apart from a ``partial`` and a ``corrupt`` one).
 """
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..errors import CorruptRecordError, KafkalogError
 from .batch import RecordBatch
 from .codecs import DEFAULT_MAX_DECOMPRESSED_SIZE
-from .constants import (
-    HEADER_SIZE_UP_TO_MAGIC,
-    LOG_OVERHEAD,
-    MAGIC_OFFSET,
-    MAGIC_VALUE_V2,
-    RECORD_BATCH_OVERHEAD,
-    RECORD_OVERHEAD_V0,
-)
+from .constants import LOG_OVERHEAD, MAGIC_VALUE_V2
+from .entries import Tail, classify_tail, frame_entry, zeros_error
 from .legacy import LegacyBatch
 
 __all__ = ["Batch", "MemoryRecords", "RecordsScan", "Tail", "iter_batches"]
 
 Batch = RecordBatch | LegacyBatch
-_ENTRY_HEADER = struct.Struct(">qi")
-
-
-class Tail:
-    """How a walk over a buffer ended (the ``tail`` of ``kafkalog dump --json``)."""
-
-    NONE = "none"  # every byte belongs to a complete entry
-    PARTIAL = "partial"  # an incomplete last entry: normal for an active segment
-    ZEROS = "zeros"  # a zero-filled remainder, as a preallocated file leaves after a crash
-    CORRUPT = "corrupt"  # bytes that cannot be an entry
-
-
-def _next_entry(buf, pos: int, end: int) -> tuple[int, int] | None:
-    """``(size, magic)`` of the entry at ``pos``, None at a partial tail, or raise if corrupt."""
-    if end - pos <= HEADER_SIZE_UP_TO_MAGIC:  # as FileLogInputStream.nextBatch
-        return None
-    offset, size = _ENTRY_HEADER.unpack_from(buf, pos)
-    if size < RECORD_OVERHEAD_V0:
-        raise CorruptRecordError(
-            f"Found record size {size} smaller than minimum record overhead ({RECORD_OVERHEAD_V0})",
-            position=pos,
-            offset=offset,
-        )
-    if size > end - pos - LOG_OVERHEAD:
-        return None
-    magic = buf[pos + MAGIC_OFFSET]
-    if magic > MAGIC_VALUE_V2:
-        raise CorruptRecordError(
-            f"Invalid magic {magic} (expected 0, 1 or 2)", position=pos, offset=offset
-        )
-    if magic == MAGIC_VALUE_V2 and size < RECORD_BATCH_OVERHEAD - LOG_OVERHEAD:
-        raise CorruptRecordError(
-            f"Record batch size {size + LOG_OVERHEAD} is less than the record batch overhead "
-            f"({RECORD_BATCH_OVERHEAD})",
-            position=pos,
-            offset=offset,
-        )
-    return size, magic
 
 
 def _view(buffer) -> memoryview:
@@ -96,7 +49,7 @@ def iter_batches(
     pos = start
     while True:
         try:
-            found = _next_entry(view, pos, end)
+            found = frame_entry(view, pos, end)
         except CorruptRecordError as e:
             e.position = position_base + pos
             raise
@@ -149,7 +102,7 @@ class RecordsScan:
         pos = 0
         while True:
             try:
-                found = _next_entry(view, pos, end)
+                found = frame_entry(view, pos, end)
             except CorruptRecordError as e:
                 e.position = base + pos
                 self._end_at(pos, e)
@@ -172,40 +125,16 @@ class RecordsScan:
             yield batch
 
     def _end_at(self, pos: int, error: KafkalogError | None) -> None:
-        view, end = self._view, len(self._view)
         self.valid_bytes = pos
-        if pos == end:
-            self.tail = Tail.NONE
-        elif _all_zero(view, pos, end):
-            self.tail = Tail.ZEROS
-            self.error = CorruptRecordError(
-                f"Found {end - pos} zero bytes at the end (a preallocated file not trimmed after "
-                f"an unclean shutdown)",
-                position=self._position_base + pos,
-            )
-        elif error is None:
-            self.tail = Tail.PARTIAL
-        else:
-            self.tail = Tail.CORRUPT
+        self.tail = classify_tail(self._view[pos:], error)
+        if self.tail == Tail.ZEROS:
+            self.error = zeros_error(len(self._view) - pos, self._position_base + pos)
+        elif self.tail == Tail.CORRUPT:
             self.error = error
 
     @property
     def invalid_bytes(self) -> int:
         return len(self._view) - self.valid_bytes
-
-
-def _all_zero(view: memoryview, pos: int, end: int) -> bool:
-    # Compare in chunks of at most 1 MiB against a zero buffer no larger than the range.
-    chunk = min(1 << 20, end - pos)
-    if chunk <= 0:
-        return True
-    zeros = memoryview(bytes(chunk))
-    while pos < end:
-        n = min(chunk, end - pos)
-        if view[pos : pos + n] != zeros[:n]:
-            return False
-        pos += n
-    return True
 
 
 class MemoryRecords:

@@ -23,7 +23,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import CorruptIndexError, CorruptRecordError, InvalidRecordError, KafkalogError
+from ..errors import CorruptIndexError, CorruptRecordError, KafkalogError
 from .checkpoints import LEADER_EPOCH_CHECKPOINT, read_leader_epoch_checkpoint
 from .clock import SystemClock
 from .config import LogConfig
@@ -45,6 +45,7 @@ from .offset_index import OffsetIndex
 from .segment import LogSegment
 from .time_index import TimeIndex
 from .txn_index import TransactionIndex
+from .valid_prefix import ValidPrefixWalk
 
 __all__ = [
     "DROP_SEGMENT",
@@ -143,40 +144,16 @@ class ValidPrefix:
 
 
 def segment_valid_prefix(segment: LogSegment) -> ValidPrefix:
-    """The bytes LogSegment.recover keeps, read-only: batches up to the first that fails its CRC
-    or framing, goes back in offsets, or holds an offset the segment cannot index."""
-    valid, previous_last = 0, None
-    reason, bad_offset = None, None
-    try:
-        for batch in segment.log.batches():
-            try:
-                batch.ensure_valid()
-            except (CorruptRecordError, InvalidRecordError) as e:
-                reason = f"an invalid batch: {e.message}"
-                bad_offset = batch.base_offset if batch.magic >= 2 else batch.last_offset
-                break
-            if previous_last is not None and batch.last_offset <= previous_last:
-                reason = (
-                    f"offsets go back: a batch ending at {batch.last_offset} follows one "
-                    f"ending at {previous_last}"
-                )
-                bad_offset = batch.last_offset
-                break
-            if not segment.can_convert_to_relative_offset(batch.last_offset):
-                reason = f"offset {batch.last_offset} does not fit segment {segment.base_offset}"
-                bad_offset = batch.last_offset
-                break
-            previous_last = batch.last_offset
-            valid += batch.size_in_bytes
-    except (CorruptRecordError, InvalidRecordError) as e:
-        reason = f"corrupt framing: {e.message}"
+    """The bytes LogSegment.recover keeps, read-only (:class:`.valid_prefix.ValidPrefixWalk`,
+    the walk recovery itself takes), and why the rest goes."""
+    walk = ValidPrefixWalk(segment)
+    for _ in walk:
+        pass
+    valid, reason, bad_offset = walk.valid_bytes, walk.reason, walk.bad_offset
     size = segment.log.size_in_bytes()
-    if (reason is None or bad_offset is None) and valid < size:
-        if zero_filled(segment, valid, size):
-            reason = "a zero-filled tail (preallocated space not written before a crash)"
-        elif reason is None:
-            reason = "a torn last batch (incomplete)"
-    next_offset = None if previous_last is None else previous_last + 1
+    if bad_offset is None and valid < size and zero_filled(segment, valid, size):
+        reason = "a zero-filled tail (preallocated space not written before a crash)"
+    next_offset = None if walk.last_offset is None else walk.last_offset + 1
     if valid >= size:
         return ValidPrefix(valid, size, next_offset, None, bad_offset)
     records, exact = records_from(segment, segment.log.start + valid)

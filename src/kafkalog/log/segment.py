@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
-from ..errors import CorruptRecordError, InvalidRecordError
 from ..format import MemoryRecords
 from ..format.constants import NO_TIMESTAMP
 from .clock import Clock
@@ -33,6 +32,7 @@ from .offset_index import OffsetIndex, OffsetPosition
 from .producer_state_entry import CompletedTxn
 from .time_index import TimeIndex, TimestampOffset
 from .txn_index import AbortedTxn, TransactionIndex, TxnIndexSearchResult
+from .valid_prefix import ValidPrefixWalk
 
 __all__ = ["FetchDataInfo", "LogOffsetMetadata", "LogSegment", "RollParams"]
 
@@ -372,43 +372,26 @@ class LogSegment:
         last_index_entry = 0
         max_so_far = _UNKNOWN
         self._max_so_far = _UNKNOWN
-        previous_last = None
-        try:
-            for batch in self.log.batches():
-                batch.ensure_valid()
-                if previous_last is not None and batch.last_offset <= previous_last:
-                    # Offsets going backwards (stale or misplaced blocks after a crash): not
-                    # this log's data. Kafka's index append would throw and the segment be
-                    # emptied; cut here instead, keeping everything before.
-                    break
-                previous_last = batch.last_offset
-                if not self.can_convert_to_relative_offset(batch.last_offset):
-                    raise IndexOffsetOverflowError(
-                        f"Offset {batch.last_offset} does not fit segment {self.log.path}",
-                        path=self.log.path,
-                        offset=batch.last_offset,
-                    )
-                if batch.max_timestamp > max_so_far.timestamp:
-                    max_so_far = TimestampOffset(
-                        timestamp=batch.max_timestamp, offset=batch.last_offset
-                    )
-                if valid_bytes - last_index_entry > self.index_interval_bytes:
-                    self.offset_index.append(batch.last_offset, valid_bytes)
-                    self.time_index.maybe_append(max_so_far.timestamp, max_so_far.offset)
-                    last_index_entry = valid_bytes
-                valid_bytes += batch.size_in_bytes
-                if batch.magic >= 2:
-                    epoch = batch.partition_leader_epoch
-                    if leader_epoch_cache is not None and epoch >= 0:
-                        latest = leader_epoch_cache.latest_epoch()
-                        if latest is None or epoch > latest:
-                            leader_epoch_cache.assign(epoch, batch.base_offset)
-                    if producer_state is not None:
-                        completed = producer_state.replay_batch(batch)
-                        if completed is not None:
-                            self.update_txn_index(*completed)
-        except (CorruptRecordError, InvalidRecordError, IndexOffsetOverflowError):
-            pass  # everything from valid_bytes on is cut below
+        for batch in ValidPrefixWalk(self):  # up to the first invalid batch: the rest is cut
+            if batch.max_timestamp > max_so_far.timestamp:
+                max_so_far = TimestampOffset(
+                    timestamp=batch.max_timestamp, offset=batch.last_offset
+                )
+            if valid_bytes - last_index_entry > self.index_interval_bytes:
+                self.offset_index.append(batch.last_offset, valid_bytes)
+                self.time_index.maybe_append(max_so_far.timestamp, max_so_far.offset)
+                last_index_entry = valid_bytes
+            valid_bytes += batch.size_in_bytes
+            if batch.magic >= 2:
+                epoch = batch.partition_leader_epoch
+                if leader_epoch_cache is not None and epoch >= 0:
+                    latest = leader_epoch_cache.latest_epoch()
+                    if latest is None or epoch > latest:
+                        leader_epoch_cache.assign(epoch, batch.base_offset)
+                if producer_state is not None:
+                    completed = producer_state.replay_batch(batch)
+                    if completed is not None:
+                        self.update_txn_index(*completed)
         self._max_so_far = max_so_far
         truncated = self.log.size_in_bytes() - valid_bytes
         if truncated and before_truncate is not None:

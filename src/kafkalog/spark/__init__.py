@@ -8,7 +8,7 @@ source and sink schema and options. See docs/spark.md.
 
 from __future__ import annotations
 
-__all__ = ["KafkaLogDataSource", "register"]
+__all__ = ["KafkaLogDataSource", "data_loss_report", "register"]
 
 
 def register(spark) -> None:
@@ -16,6 +16,15 @@ def register(spark) -> None:
     from .datasource import KafkaLogDataSource
 
     spark.dataSource.register(KafkaLogDataSource)
+
+
+def data_loss_report(log_dir: str) -> list[dict]:
+    """What a read with failOnDataLoss=false skipped, from the directory given as its option
+    ``dataLossLog``: one dict per damage or loss (``message``, ``path``, ``position``,
+    ``offset``, ``time``), from the driver and every task; ``len()`` is the count."""
+    from ..table.planner import read_data_loss
+
+    return read_data_loss(log_dir)
 
 
 def __getattr__(name: str):

@@ -24,6 +24,8 @@ Options, partitioning and the streaming source and sink: docs/spark.md.
 from __future__ import annotations
 
 import datetime as _dt
+import logging
+import sys
 
 from pyspark.sql.datasource import (
     DataSource,
@@ -49,6 +51,19 @@ from ..table.reader import (
 from ..table.schema import arrow_schema, spark_schema_ddl
 
 __all__ = ["KafkaLogDataSource"]
+
+
+def worker_logging() -> None:
+    """Warnings of the ``kafkalog`` logger (damage skipped with failOnDataLoss=false, torn
+    tails) on this Python worker's stderr, which Spark keeps in the executor's log: one line per
+    damage, where ``warnings`` would show only the first of each kind."""
+    logger = logging.getLogger("kafkalog")
+    if not any(getattr(h, "_kafkalog_worker", False) for h in logger.handlers):
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s WARN kafkalog: %(message)s"))
+        handler._kafkalog_worker = True  # type: ignore[attr-defined]
+        handler.setLevel(logging.WARNING)
+        logger.addHandler(handler)
 
 
 def _include_headers(options) -> bool:
@@ -106,6 +121,7 @@ class KafkaLogReader(DataSourceReader):
         self.constraints = _Constraints()
 
     def partitions(self):
+        worker_logging()
         logs = open_selected(self.options)
         try:
             logs = {tp: log for tp, log in logs.items() if self.constraints.keeps(tp)}
@@ -121,6 +137,7 @@ class KafkaLogReader(DataSourceReader):
     def read(self, partition):
         if partition.value is None:  # the no-work partition of an empty plan
             return iter(())
+        worker_logging()
         return read_partition(partition.value)
 
 

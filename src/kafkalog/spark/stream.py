@@ -31,6 +31,7 @@ from ..table.reader import (
     plan_input_partitions,
     read_partition,
 )
+from .datasource import worker_logging
 
 __all__ = ["KafkaLogStreamReader"]
 
@@ -122,6 +123,7 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return _as_json(latest)
 
     def partitions(self, start: dict, end: dict):
+        worker_logging()
         begin, stop = _from_json(start), _from_json(end)
         logs = open_selected(self.options)
         try:
@@ -136,6 +138,7 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                         f"{tp}: offsets [{s}, {log.log_start_offset}) are gone (retention "
                         f"or deletion) before they were read",
                         self.options.fail_on_data_loss,
+                        log_dir=self.options.data_loss_log,
                     )
                     s = log.log_start_offset  # fmt: skip
                 if e > s:
@@ -147,6 +150,7 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return [InputPartition(p) for p in parts]
 
     def read(self, partition):
+        worker_logging()
         return read_partition(partition.value)
 
     def commit(self, end: dict) -> None:

@@ -34,7 +34,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import KafkalogError
+from ..errors import CorruptRecordError, KafkalogError
+from ..format.entries import entry_header
 from ..table.options import OptionError, WriteOptions
 from ..table.schema import SINK_COLUMNS
 
@@ -53,9 +54,7 @@ STAGING_DIR = ".kafkalog-staging"
 SINK_STATE_PREFIX = "kafkalog-sink-"
 FLUSH_BYTES = 4 << 20  # rows buffered per partition before encoding
 APPEND_CHUNK = 1 << 20  # bytes per log append on commit (segments roll between appends)
-_ENTRY = struct.Struct(">qi")
 _I64 = struct.Struct(">q")
-_I32 = struct.Struct(">i")
 
 
 @dataclass
@@ -259,12 +258,12 @@ def existing_partitions(path: str, topic: str) -> int:
 def _patch_offsets(view: memoryview, next_offset: int) -> int:
     """Give each batch of ``view`` consecutive offsets from ``next_offset``; return the next."""
     pos, end = 0, len(view)
-    while pos + 12 <= end:
-        _, length = _ENTRY.unpack_from(view, pos)
-        last_delta = _I32.unpack_from(view, pos + 23)[0]
+    while (header := entry_header(view, pos, end)) is not None:
         _I64.pack_into(view, pos, next_offset)
-        next_offset += last_delta + 1
-        pos += 12 + length
+        next_offset += header.last_offset - header.base_offset + 1
+        pos = header.end
+    if pos != end:
+        raise CorruptRecordError("a staged file ends in a partial batch", position=pos)
     return next_offset
 
 

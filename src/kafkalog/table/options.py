@@ -43,7 +43,7 @@ _CANONICAL = {
         "kafka.isolation.level", "maxOffsetsPerTrigger", "minOffsetsPerTrigger",
         "maxTriggerDelay", "pushdown", "topic", "numPartitions", "codec",
         "kafka.compression.type", "compressionLevel", "batchSize", "kafka.batch.size",
-        "segmentBytes", "sinkId", "checkpointLocation",
+        "segmentBytes", "sinkId", "checkpointLocation", "dataLossLog",
     )
 }  # fmt: skip
 # Spark Kafka options (besides kafka.*) with no meaning for files: accepted, ignored, warned about.
@@ -62,7 +62,7 @@ _READ_ONLY = {"assign", "subscribe", "subscribepattern", "startingoffsets", "end
               "startingoffsetsbytimestampstrategy", "endingtimestamp", "endingoffsetsbytimestamp",
               "failondataloss", "includeheaders", "minpartitions", "maxrecordsperpartition",
               "kafka.isolation.level", "maxoffsetspertrigger", "minoffsetspertrigger",
-              "maxtriggerdelay", "pushdown"}  # fmt: skip
+              "maxtriggerdelay", "pushdown", "datalosslog"}  # fmt: skip
 _WRITE_ONLY = {"topic", "numpartitions", "codec", "kafka.compression.type", "compressionlevel",
                "batchsize", "kafka.batch.size", "segmentbytes", "sinkid"}  # fmt: skip
 _STREAM_ONLY = {"maxoffsetspertrigger", "minoffsetspertrigger", "maxtriggerdelay"}
@@ -152,6 +152,7 @@ class ReadOptions:
     max_offsets_per_trigger: int | None
     min_offsets_per_trigger: int | None
     max_trigger_delay_ms: int
+    data_loss_log: str | None = None  # a directory: each skipped damage or loss as a JSON line
 
     def selects(self, topic: str, partition: int) -> bool:
         if self.assign is not None:
@@ -335,6 +336,7 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool = False) -
         max_offsets_per_trigger=max_trigger,
         min_offsets_per_trigger=min_trigger,
         max_trigger_delay_ms=delay,
+        data_loss_log=options.get("datalosslog") or None,
     )
 
 

@@ -4,8 +4,12 @@ Everything here comes from directory listings, index files, producer snapshots a
 each active segment; a ``.log`` file is never read whole:
 
 - a partition's log end offset is found by walking batch headers (61 bytes each, one ``pread``
-  per batch) from the active segment's last offset-index entry to the last complete batch; a torn
-  tail (a batch still being written) ends the walk and is left out;
+  per batch, :class:`kafkalog.log.entry_walk.SegmentWalk`) from the active segment's last
+  offset-index entry to the end of its valid entries. A torn tail (an incomplete last batch, or
+  a zero-filled remainder: what Kafka's recovery cuts) is the end of the log, reported as a
+  warning naming the file and position; any other damage there (a bad size or magic, offsets
+  that overflow or go back) is data loss: an error, or with failOnDataLoss=false a warning and
+  the log ends before it;
 - its last stable offset (read_committed) is the first offset of the oldest transaction still
   open: open transactions come from the newest producer snapshot, then a header walk from the
   snapshot's offset to the end (a snapshot is taken at every roll, so usually only the active
@@ -14,22 +18,33 @@ each active segment; a ``.log`` file is never read whole:
 - timestamps become offsets through the time index and a bounded scan from its entry
   (Kafka's ListOffsets).
 
-Segments without an index (copies of a live broker often lack the active segment's preallocated
-index) fall back to walking batch headers from the segment's start.
+Indexes are hints (:class:`IndexHints`): an offset index whose entries break the index rules,
+or whose entry used does not point at a batch start at or below its offset, is set aside, and
+positions come from walking the log from the segment's start, as Kafka rebuilds such an index.
+A damaged index never changes what is read. Segments without an index (copies of a live broker
+often lack the active segment's preallocated index) walk from their start too.
 """
 
 from __future__ import annotations
 
+import bisect
+import json
+import logging
 import os
-import struct
+import socket
+import time
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from ..errors import KafkalogError
+from ..format.entries import HEADER_PEEK, Tail, entry_header
 from ..log.checkpoints import LOG_START_OFFSET_CHECKPOINT, read_offset_checkpoint
 from ..log.clock import SystemClock
 from ..log.config import LogConfig
+from ..log.entry_walk import SegmentWalk
 from ..log.errors import InvalidFileNameError
 from ..log.loader import load_segments
 from ..log.naming import (
@@ -40,39 +55,91 @@ from ..log.naming import (
     TopicPartition,
     parse_partition_dir_name,
 )
-from ..log.offset_index import OffsetPosition
 from ..log.producer_snapshot import CorruptSnapshotError, list_snapshot_files, read_snapshot
 from ..log.segment import LogSegment
 
 __all__ = [
-    "BatchHeader",
     "DataLossError",
+    "IndexHints",
     "PartitionLog",
     "SegmentInfo",
+    "data_loss",
     "discover",
     "open_partition",
-    "walk_headers",
+    "torn_tail",
 ]
-
-_ENTRY = struct.Struct(">qi")  # base offset, length; the magic byte is at 16
-_V2 = struct.Struct(">qiiBIhiqqq")  # ... producerId at 43
-_V2_HEADER_SIZE = 61
-_LEGACY_MIN = 12 + 14
-_ZERO = OffsetPosition(offset=0, position=0)
 
 
 class DataLossError(KafkalogError):
     """Offsets asked for are not in the data directory (retention, a missing segment, a
-    checkpoint past the data); with failOnDataLoss=false they are skipped with a warning."""
+    checkpoint past the data, damaged bytes); with failOnDataLoss=false they are skipped with a
+    warning."""
 
 
-def data_loss(message: str, fail: bool) -> None:
+_log = logging.getLogger("kafkalog")
+
+_GO_ON = (
+    ". Some data may have been lost: if you want the query to go on regardless, set the option "
+    "failOnDataLoss to false."
+)
+
+
+def data_loss(
+    message: str,
+    fail: bool,
+    *,
+    cause: KafkalogError | None = None,
+    log_dir: str | None = None,
+) -> None:
+    """Fail, or warn and go on (failOnDataLoss=false): a ``warnings`` warning, a warning on the
+    ``kafkalog`` logger and, with ``log_dir`` (the option dataLossLog), a line of
+    :func:`record_data_loss`. ``cause`` gives the file, position and offset of damaged bytes."""
+    where = {}
+    if cause is not None:
+        where = {"path": cause.path, "position": cause.position, "offset": cause.offset}
     if fail:
-        raise DataLossError(
-            message + ". Some data may have been lost: if you want the query to go on "
-            "regardless, set the option failOnDataLoss to false."
-        )
-    warnings.warn(f"kafkalog: {message}; skipped (failOnDataLoss=false)", stacklevel=3)
+        raise DataLossError(message + _GO_ON, **where)
+    text = str(KafkalogError(message, **where))
+    _log.warning("%s; skipped (failOnDataLoss=false)", text)
+    if log_dir is not None:
+        record_data_loss(log_dir, text, **where)
+    warnings.warn(f"kafkalog: {text}; skipped (failOnDataLoss=false)", stacklevel=3)
+
+
+def record_data_loss(log_dir: str, text: str, **where) -> None:
+    """Append one JSON line for a skipped damage or loss to a file of this process in
+    ``log_dir`` (each Spark task's process writes its own; :func:`read_data_loss` reads all)."""
+    os.makedirs(log_dir, exist_ok=True)
+    line = json.dumps({"time": int(time.time() * 1000), "message": text, **where}) + "\n"
+    name = f"data-loss-{socket.gethostname()}-{os.getpid()}.jsonl"
+    fd = os.open(os.path.join(log_dir, name), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        os.write(fd, line.encode())
+    finally:
+        os.close(fd)
+
+
+def read_data_loss(log_dir: str) -> list[dict]:
+    """Every damage or loss recorded in ``log_dir`` by :func:`record_data_loss`, by time."""
+    found = []
+    if os.path.isdir(log_dir):
+        for name in sorted(os.listdir(log_dir)):
+            if name.startswith("data-loss-") and name.endswith(".jsonl"):
+                with open(os.path.join(log_dir, name), encoding="utf-8") as f:
+                    found.extend(json.loads(line) for line in f if line.strip())
+    return sorted(found, key=lambda e: e.get("time", 0))
+
+
+def torn_tail(path: str, position: int, size: int, tail: str) -> None:
+    """Report the end of a partition's log at a torn tail (Kafka's recovery would cut it)."""
+    what = "a zero-filled remainder" if tail == Tail.ZEROS else "an incomplete last batch"
+    text = (
+        f"{path}, position {position}: {what} ({size - position} bytes) ends the log: "
+        f"the records before it are read (Kafka's recovery cuts such a tail after an unclean "
+        f"shutdown; a live broker may be appending it)"
+    )
+    _log.warning("%s", text)
+    warnings.warn(f"kafkalog: {text}", stacklevel=3)
 
 
 def discover(paths) -> dict[TopicPartition, Path]:
@@ -120,12 +187,131 @@ def _is_partition_dir(path: Path) -> bool:
     )
 
 
+class IndexHints:
+    """A segment's offset index taken as hints. Entries are kept up to the first that breaks the
+    index rules (offsets and positions strictly increase, positions inside the segment's planned
+    bytes); a position is used only once the batch header there is read and its base offset is at
+    or below the entry's offset. An entry that fails sets the whole index aside: the segment is
+    then read from its start, as Kafka rebuilds an index it cannot trust."""
+
+    def __init__(self, path: str, segment: LogSegment, end_position: int) -> None:
+        self.path = path
+        self.base_offset = segment.base_offset
+        self.end_position = end_position
+        self.offsets = self.positions = np.zeros(0, dtype=np.int64)
+        self._checked: set[int] = set()
+        index = segment.offset_index
+        if index is None or index.entries == 0:
+            return
+        try:
+            raw = np.fromfile(index.file, dtype=">i4", count=2 * index.entries)
+        except (OSError, ValueError):
+            return
+        raw = raw[: len(raw) // 2 * 2].reshape(-1, 2).astype(np.int64)
+        rel, pos = raw[:, 0], raw[:, 1]
+        ok = (rel >= 0) & (pos >= 0) & (pos < end_position)
+        ok[1:] &= (np.diff(rel) > 0) & (np.diff(pos) > 0)
+        good = len(ok) if ok.all() else int(np.argmin(ok))
+        self.offsets = rel[:good] + self.base_offset
+        self.positions = pos[:good]
+
+    def _usable(self, n: int) -> bool:
+        if n in self._checked:
+            return True
+        position, offset = int(self.positions[n]), int(self.offsets[n])
+        try:
+            with open(self.path, "rb") as f:
+                head = os.pread(f.fileno(), HEADER_PEEK, position)
+            header = entry_header(head, 0, self.end_position - position)
+        except (OSError, KafkalogError):
+            header = None
+        if header is None or header.base_offset > offset or header.base_offset < self.base_offset:
+            self.offsets = self.positions = np.zeros(0, dtype=np.int64)  # set aside
+            self._checked.clear()
+            return False
+        self._checked.add(n)
+        return True
+
+    def floor(self, offset: int) -> int:
+        """A batch start at or before the batch holding ``offset`` (0 without usable hints)."""
+        n = int(np.searchsorted(self.offsets, offset, side="right")) - 1
+        return int(self.positions[n]) if n >= 0 and self._usable(n) else 0
+
+    def last(self) -> int:
+        """The position of the last usable entry's batch (0 without usable hints)."""
+        n = len(self.offsets) - 1
+        return int(self.positions[n]) if n >= 0 and self._usable(n) else 0
+
+    def past(self, offset: int) -> int | None:
+        """A batch start past every offset below ``offset``: the entry after the first entry
+        whose offset is >= ``offset``; None when there is none."""
+        n = int(np.searchsorted(self.offsets, offset, side="left")) + 1
+        if n < len(self.offsets) and self._usable(n):
+            return int(self.positions[n])
+        return None
+
+    def cuts(self, start: int, end: int, step: int) -> list[int]:
+        """Batch starts about every ``step`` bytes between ``start`` and ``end``."""
+        out: list[int] = []
+        target = start + step
+        while target < end - step // 4:
+            n = bisect.bisect_left(self.positions, target)
+            if n >= len(self.positions) or self.positions[n] >= end - step // 4:
+                break
+            if not self._usable(n):
+                return []
+            found = int(self.positions[n])
+            if found > (out[-1] if out else start):
+                out.append(found)
+            target = max(target + step, found + step)
+        return out
+
+
+_TIME_ENTRY = np.dtype([("timestamp", ">i8"), ("relative", ">i4")])
+
+
+class TimeHints:
+    """A segment's time index taken as hints: its entries up to the first that breaks the index
+    rules (timestamps and offsets increase, offsets inside the segment). A rolled segment's last
+    entry is its largest timestamp (Kafka appends it at the roll); entries only ever say where to
+    start walking batch headers, which decide."""
+
+    def __init__(self, segment: LogSegment, next_base: int | None) -> None:
+        self.timestamps = self.offsets = np.zeros(0, dtype=np.int64)
+        index = segment.time_index
+        if index is None or index.entries == 0:
+            return
+        try:
+            raw = np.fromfile(index.file, dtype=_TIME_ENTRY, count=index.entries)
+        except (OSError, ValueError):
+            return
+        ts = raw["timestamp"].astype(np.int64)
+        offsets = raw["relative"].astype(np.int64) + segment.base_offset
+        ok = (raw["relative"] >= 0) & (ts >= 0)
+        if next_base is not None:
+            ok &= offsets < next_base
+        ok[1:] &= (np.diff(ts) > 0) & (np.diff(offsets) >= 0)
+        good = len(ok) if ok.all() else int(np.argmin(ok))
+        self.timestamps, self.offsets = ts[:good], offsets[:good]
+
+    def older_than(self, timestamp: int) -> bool:
+        """Whether every record of the (rolled) segment is older than ``timestamp``."""
+        return len(self.timestamps) > 0 and int(self.timestamps[-1]) < timestamp
+
+    def start_offset(self, timestamp: int) -> int | None:
+        """An offset at or before the first record with a timestamp >= ``timestamp``."""
+        n = int(np.searchsorted(self.timestamps, timestamp, side="left")) - 1
+        return int(self.offsets[n]) if n >= 0 else None
+
+
 @dataclass
 class SegmentInfo:
     base_offset: int
     path: str
     end_position: int  # bytes of complete batches (planned: later appends are not read)
     segment: LogSegment = field(repr=False)
+    hints: IndexHints = field(repr=False)
+    times: TimeHints = field(repr=False)
 
 
 @dataclass
@@ -138,6 +324,9 @@ class PartitionLog:
     log_start_offset: int
     log_end_offset: int
     missing: list[tuple[int, int]]  # offset ranges of segments whose .log is gone
+    # Damage that ends the last segment's valid entries (failOnDataLoss=true): raised by the
+    # reader once the records before it are read, if the read reaches it.
+    end_damage: DataLossError | None = None
 
     def close(self) -> None:
         for s in self.segments:
@@ -160,34 +349,34 @@ class PartitionLog:
     def position_for(self, i: int, offset: int) -> int:
         """A position in segment ``i`` at or before the batch holding ``offset``."""
         seg = self.segments[i]
-        if seg.segment.offset_index is None or offset <= seg.base_offset:
+        if offset <= seg.base_offset:
             return 0
-        return min(seg.segment.offset_index.lookup(offset).position, seg.end_position)
+        return min(seg.hints.floor(offset), seg.end_position)
 
     def split_positions(self, i: int, start: int, end: int, step: int) -> list[int]:
         """Batch-start positions in segment ``i`` about every ``step`` bytes between ``start``
-        and ``end`` (from the offset index; none without one)."""
-        index = self.segments[i].segment.offset_index
-        if index is None or index.entries == 0:
-            return []
-        cuts = []
-        target = start + step
-        while target < end - step // 4:
-            found = index.fetch_upper_bound_offset(_ZERO, target)
-            if found is None or found.position >= end - step // 4:
-                break
-            if found.position > (cuts[-1] if cuts else start):
-                cuts.append(found.position)
-            target = max(target + step, found.position + step)
-        return cuts
+        and ``end`` (from the offset index's usable hints; none without)."""
+        return self.segments[i].hints.cuts(start, end, step)
 
     def offset_for_timestamp(self, timestamp: int) -> int | None:
-        """The first offset whose timestamp >= ``timestamp`` (ListOffsets), None if none."""
-        for seg in self.segments:
-            segment = seg.segment
-            if segment.max_timestamp_so_far() < timestamp:
+        """The first offset whose timestamp >= ``timestamp`` (ListOffsets), None if none.
+        The time index says which rolled segments to skip and where to start; batch headers
+        decide which batch to search."""
+        for i, seg in enumerate(self.segments):
+            if i + 1 < len(self.segments) and seg.times.older_than(timestamp):
                 continue
-            found = segment.find_offset_by_timestamp(timestamp, self.log_start_offset)
+            hinted = seg.times.start_offset(timestamp)
+            pos = self.position_for(i, max(self.log_start_offset, hinted or 0))
+            start = None
+            for header in SegmentWalk(seg.path, pos, seg.end_position):
+                if header.last_offset >= self.log_start_offset and (
+                    header.max_timestamp >= timestamp or header.magic == 0
+                ):
+                    start = header.position
+                    break
+            if start is None:
+                continue
+            found = seg.segment.log.search_for_timestamp(timestamp, start, self.log_start_offset)
             if found is not None and found.offset < self.log_end_offset:
                 return max(found.offset, self.log_start_offset)
         return None
@@ -227,7 +416,7 @@ class PartitionLog:
         for n in range(i, len(self.segments)):
             seg = self.segments[n]
             pos = self.position_for(n, start) if n == i else 0
-            for h in walk_headers(seg.path, pos, seg.end_position):
+            for h in SegmentWalk(seg.path, pos, seg.end_position):
                 if h.magic < 2 or h.last_offset < start or not h.transactional:
                     continue
                 if h.control:
@@ -237,77 +426,52 @@ class PartitionLog:
         return min(open_txns.values(), default=self.log_end_offset)
 
 
-@dataclass(frozen=True, slots=True)
-class BatchHeader:
-    position: int
-    size: int
-    base_offset: int
-    last_offset: int
-    magic: int
-    transactional: bool
-    control: bool
-    producer_id: int
+def _tail(seg: LogSegment, path: str, hints: IndexHints) -> tuple[int, SegmentWalk]:
+    """(next offset, the walk) of the last segment, walking headers from its last usable index
+    hint (its start without one)."""
+    start = hints.last()
+    walk = SegmentWalk(path, start).run()
+    if walk.valid_end == start and start > 0:  # nothing valid past the hint: from the start
+        walk = SegmentWalk(path, 0).run()
+    next_offset = seg.base_offset if walk.last_offset is None else walk.last_offset + 1
+    return max(next_offset, seg.base_offset), walk
 
 
-def walk_headers(path: str, start: int, end: int | None = None):
-    """Batch headers from ``start`` up to the last complete entry before ``end`` (or the file's
-    end): one small ``pread`` per batch, so only header pages are touched."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-    try:
-        if end is None:
-            end = os.fstat(fd).st_size
-        pos = start
-        while end - pos >= _LEGACY_MIN:
-            head = os.pread(fd, _V2_HEADER_SIZE, pos)
-            if len(head) < 17:
-                return
-            base, length = _ENTRY.unpack_from(head)
-            magic = head[16]
-            size = 12 + length
-            if length < 14 or pos + size > end:
-                return  # a torn tail (or garbage): the log ends at the last complete batch
-            if magic >= 2 and len(head) >= _V2_HEADER_SIZE:
-                (_, _, _, _, _, attributes, delta, _, _, pid) = _V2.unpack_from(head)
-                txn, control = bool(attributes & 0x10), bool(attributes & 0x20)
-                yield BatchHeader(pos, size, base, base + delta, magic, txn, control, pid)
-            else:
-                yield BatchHeader(pos, size, base, base, magic, False, False, -1)
-            pos += size
-    finally:
-        os.close(fd)
-
-
-def _tail(seg: LogSegment, path: str, file_size: int) -> tuple[int, int]:
-    """(next offset, end of the last complete batch) of a segment, walking from its last index
-    entry (or its start without an index)."""
-    pos, next_offset = 0, seg.base_offset
-    index = seg.offset_index
-    if index is not None and index.entries:
-        last = index.last_entry
-        if last.position < file_size:
-            pos = last.position
-    end = pos
-    for h in walk_headers(path, pos, file_size):
-        next_offset = h.last_offset + 1
-        end = h.position + h.size
-    if end == 0 and pos == 0:
-        return seg.base_offset, 0
-    return max(next_offset, seg.base_offset), end
-
-
-def open_partition(tp: TopicPartition, directory: Path, *, fail_on_data_loss: bool) -> PartitionLog:
+def open_partition(
+    tp: TopicPartition,
+    directory: Path,
+    *,
+    fail_on_data_loss: bool,
+    data_loss_log: str | None = None,
+) -> PartitionLog:
     """A partition's segments, start and end offsets, from listings, indexes and tails."""
     result = load_segments(directory, LogConfig(), SystemClock(), writable=False)
     segments: list[SegmentInfo] = []
+    end_damage = None
     for n, seg in enumerate(result.segments):
         path = str(seg.path)
         size = os.stat(path).st_size
-        if n + 1 < len(result.segments):
-            segments.append(SegmentInfo(seg.base_offset, path, size, seg))  # rolled: whole
-        else:
-            next_offset, end = _tail(seg, path, size)
-            segments.append(SegmentInfo(seg.base_offset, path, end, seg))
-            result_end = next_offset
+        if n + 1 < len(result.segments):  # rolled: read whole (damage in it is the reader's)
+            hints = IndexHints(path, seg, size)
+            times = TimeHints(seg, result.segments[n + 1].base_offset)
+            segments.append(SegmentInfo(seg.base_offset, path, size, seg, hints, times))
+            continue
+        hints = IndexHints(path, seg, size)
+        result_end, walk = _tail(seg, path, hints)
+        if walk.tail in (Tail.PARTIAL, Tail.ZEROS):
+            torn_tail(path, walk.valid_end, size, walk.tail)
+        elif walk.tail == Tail.CORRUPT:
+            assert walk.error is not None
+            message = (
+                f"{tp}: the log cannot be read past this point ({walk.error.message}), "
+                f"so its records from offset {result_end} on are lost"
+            )
+            try:
+                data_loss(message, fail_on_data_loss, cause=walk.error, log_dir=data_loss_log)
+            except DataLossError as e:
+                end_damage = e
+        times = TimeHints(seg, None)
+        segments.append(SegmentInfo(seg.base_offset, path, walk.valid_end, seg, hints, times))
     if not segments:
         return PartitionLog(tp, directory, [], 0, 0, _orphans(directory, []))
     start_cp = _log_start_checkpoint(directory.parent).get(tp, 0)
@@ -319,12 +483,13 @@ def open_partition(tp: TopicPartition, directory: Path, *, fail_on_data_loss: bo
             f"{tp}: log-start-offset-checkpoint says {start_cp}, past the data present "
             f"(log end offset {log_end})",
             fail_on_data_loss,
+            log_dir=data_loss_log,
         )
         log_start = first_base
     missing = _orphans(directory, [s.base_offset for s in segments])
     if missing and missing[0][0] < first_base and start_cp <= missing[0][0]:
         log_start = missing[0][0]  # the log began at a segment that is gone: offsets lost
-    return PartitionLog(tp, directory, segments, log_start, log_end, missing)
+    return PartitionLog(tp, directory, segments, log_start, log_end, missing, end_damage)
 
 
 _CHECKPOINT_CACHE: dict[Path, dict[TopicPartition, int]] = {}

@@ -12,9 +12,9 @@ Python object.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
-import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -22,7 +22,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pyarrow as pa
 
-from ..errors import CorruptRecordError
+from ..errors import CorruptRecordError, KafkalogError
+from ..format.constants import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD
+from ..format.entries import ENTRY_HEADER as _ENTRY
+from ..format.entries import frame_entry
 from ..log.naming import TopicPartition
 from .options import EARLIEST, LATEST, OptionError, ReadOptions
 from .planner import PartitionLog, data_loss, discover, open_partition
@@ -45,8 +48,6 @@ TARGET_BATCH_BYTES = 8 << 20
 PIECE_BYTES = 1 << 20  # log bytes decoded into one Arrow batch, to start with (then adapted)
 MIN_PIECE_BYTES = 64 << 10
 PIECE_MAX_ROWS = 4 * TARGET_ROWS  # a piece of highly compressed batches is cut at this many rows
-_ENTRY = struct.Struct(">qi")
-_MIN_ENTRY = 26  # the smallest message set entry (a v0 message with no key or value)
 
 
 class KafkaInputPartition:
@@ -54,7 +55,11 @@ class KafkaInputPartition:
     ``topic``-``partition``, keeping offsets ``[start_offset, end_offset)``."""
 
     def __init__(self, topic, partition, path, start_position, end_position, start_offset,
-                 end_offset, aborted=(), include_headers=False):  # fmt: skip
+                 end_offset, aborted=(), include_headers=False,
+                 fail_on_data_loss=True, end_damage=None, data_loss_log=None):  # fmt: skip
+        self.fail_on_data_loss = fail_on_data_loss
+        self.data_loss_log = data_loss_log  # the option dataLossLog
+        self.end_damage = end_damage  # raised after the range is read (see PartitionLog)
         self.topic = topic
         self.partition = partition
         self.path = path
@@ -91,11 +96,14 @@ def open_selected(options: ReadOptions) -> dict[TopicPartition, PartitionLog]:
         ]
         if absent:
             data_loss(f"assigned partitions not in the data directory: {', '.join(absent)}",
-                      options.fail_on_data_loss)  # fmt: skip
+                      options.fail_on_data_loss, log_dir=options.data_loss_log)  # fmt: skip
     logs = {}
     try:
         for tp in sorted(selected, key=lambda t: (t.topic, t.partition)):
-            logs[tp] = open_partition(tp, selected[tp], fail_on_data_loss=options.fail_on_data_loss)
+            logs[tp] = open_partition(
+                tp, selected[tp], fail_on_data_loss=options.fail_on_data_loss,
+                data_loss_log=options.data_loss_log,
+            )  # fmt: skip
     except BaseException:
         for log in logs.values():
             log.close()
@@ -157,18 +165,19 @@ def resolve_ranges(options: ReadOptions, logs: dict[TopicPartition, PartitionLog
         start = _resolve(options.starting, log, start=True, options=options, upper=upper)
         end = _resolve(options.ending, log, start=False, options=options, upper=upper)
         fail = options.fail_on_data_loss
+        loss = functools.partial(data_loss, log_dir=options.data_loss_log)
         if start < log.log_start_offset:
-            data_loss(f"{tp}: starting offset {start} is below the log start offset "
+            loss(f"{tp}: starting offset {start} is below the log start offset "
                       f"{log.log_start_offset}", fail)  # fmt: skip
             start = log.log_start_offset
         if end > upper:
             if end > log.log_end_offset:
-                data_loss(f"{tp}: ending offset {end} is past the log end offset "
+                loss(f"{tp}: ending offset {end} is past the log end offset "
                           f"{log.log_end_offset}", fail)  # fmt: skip
             end = upper
         if start > end:
             if start > log.log_end_offset:
-                data_loss(f"{tp}: starting offset {start} is past the log end offset "
+                loss(f"{tp}: starting offset {start} is past the log end offset "
                           f"{log.log_end_offset}", fail)  # fmt: skip
                 start = end
             else:
@@ -176,7 +185,7 @@ def resolve_ranges(options: ReadOptions, logs: dict[TopicPartition, PartitionLog
         for lo, hi in log.missing:
             if hi < 0 or hi > start:  # a missing segment past the last one hides the end too
                 upto = "the end" if hi < 0 else str(hi)
-                data_loss(f"{tp}: offsets from {lo} to {upto} are missing (the segment's .log "
+                loss(f"{tp}: offsets from {lo} to {upto} are missing (the segment's .log "
                           f"file is gone; its index remains)", fail)  # fmt: skip
         ranges.append(OffsetRange(tp, start, end))
     return ranges
@@ -189,6 +198,15 @@ def split_range(log: PartitionLog, rng: OffsetRange, options: ReadOptions,
     """Input partitions of one partition's offset range: per segment, cut at index entries.
     With ``min_timestamp`` (pushdown), rolled segments whose time index says every timestamp
     is older are skipped."""
+    parts = _split_range(log, rng, options, split_bytes, min_timestamp)
+    if log.end_damage is not None and rng.end >= log.log_end_offset:
+        if not parts:  # nothing to read before the damage: it is the answer
+            raise log.end_damage
+        parts[-1].end_damage = log.end_damage
+    return parts
+
+
+def _split_range(log, rng, options, split_bytes, min_timestamp) -> list[KafkaInputPartition]:
     parts: list[KafkaInputPartition] = []
     if rng.start >= rng.end or not log.segments:
         return parts
@@ -203,21 +221,14 @@ def split_range(log: PartitionLog, rng: OffsetRange, options: ReadOptions,
         if i + 1 < len(log.segments) and lo >= hi:
             continue
         if min_timestamp is not None and i + 1 < len(log.segments):
-            tindex = seg.segment.time_index
-            if (
-                tindex is not None
-                and tindex.entries
-                and tindex.last_entry.timestamp < min_timestamp
-            ):
+            if seg.times.older_than(min_timestamp):
                 continue
         start_pos = log.position_for(i, lo) if lo > seg.base_offset else 0
         end_pos = seg.end_position
         if rng.end < log.next_base(i):  # stop early: find a batch start past the end offset
-            index = seg.segment.offset_index
-            if index is not None and index.entries:
-                slot = _first_entry_at_or_after(index, rng.end)
-                if slot is not None:
-                    end_pos = min(end_pos, slot)
+            slot = seg.hints.past(rng.end)
+            if slot is not None:
+                end_pos = min(end_pos, slot)
         cuts = [start_pos, *log.split_positions(i, start_pos, end_pos, split_bytes), end_pos]
         for a, b in itertools.pairwise(cuts):
             if b > a:
@@ -225,23 +236,11 @@ def split_range(log: PartitionLog, rng: OffsetRange, options: ReadOptions,
     return parts
 
 
-def _first_entry_at_or_after(index, offset: int) -> int | None:
-    """A batch start past every offset below ``offset``: the position of the entry after the
-    first entry whose (last) offset is >= ``offset``; None when there is no such entry."""
-    lo, hi = 0, index.entries
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if index.entry(mid).offset < offset:
-            lo = mid + 1
-        else:
-            hi = mid
-    return index.entry(lo + 1).position if lo + 1 < index.entries else None
-
-
 def _part(log, path, a, b, lo, hi, aborted, options) -> KafkaInputPartition:
     mine = [t for t in aborted if t[2] >= lo and t[1] < hi]
     return KafkaInputPartition(log.tp.topic, log.tp.partition, path, a, b, lo, hi, mine,
-                               options.include_headers)  # fmt: skip
+                               options.include_headers, options.fail_on_data_loss,
+                               data_loss_log=options.data_loss_log)  # fmt: skip
 
 
 def _split_offsets(part: KafkaInputPartition, pieces: int) -> list[KafkaInputPartition]:
@@ -252,7 +251,10 @@ def _split_offsets(part: KafkaInputPartition, pieces: int) -> list[KafkaInputPar
     bounds = [part.start_offset + span * k // pieces for k in range(pieces + 1)]
     return [
         KafkaInputPartition(part.topic, part.partition, part.path, part.start_position,
-                            part.end_position, a, b, part.aborted, part.include_headers)
+                            part.end_position, a, b, part.aborted, part.include_headers,
+                            part.fail_on_data_loss,
+                            part.end_damage if b == part.end_offset else None,
+                            part.data_loss_log)
         for a, b in itertools.pairwise(bounds) if b > a
     ]  # fmt: skip
 
@@ -334,22 +336,54 @@ def _spread(parts: list[KafkaInputPartition], wanted: int) -> list[KafkaInputPar
 
 # -- reading ----------------------------------------------------------------------------------
 def _complete_end(buf: memoryview, limit: int, step: int = 0) -> tuple[int, int | None, list[int]]:
-    """The end of the last complete entry in ``buf[:limit]``, that entry's offset field (a v2
-    batch's base offset, a legacy entry's own offset) and, with ``step``, entry ends about every
-    ``step`` bytes (where a chunk can be cut into pieces of whole entries)."""
+    """The end of the last complete entry in ``buf[:limit]`` (framed by the one entry walk; a
+    corrupt entry ends it too: the next chunk starts there and reports it), that entry's offset
+    field (a v2 batch's base offset, a legacy entry's own offset) and, with ``step``, entry ends
+    about every ``step`` bytes (where a chunk can be cut into pieces of whole entries)."""
     pos, last, cuts = 0, None, []
     mark = step if step else limit + 1
-    while limit - pos >= 12:
-        offset, length = _ENTRY.unpack_from(buf, pos)
-        size = 12 + length
-        if size < 26 or pos + size > limit:
+    while True:
+        try:
+            framed = frame_entry(buf, pos, limit)
+        except KafkalogError:
+            framed = None
+        if framed is None:
             break
-        pos += size
-        last = offset
+        last = _ENTRY.unpack_from(buf, pos)[0]
+        pos += LOG_OVERHEAD + framed[0]
         if pos >= mark:
             cuts.append(pos)
             mark = pos + step
     return pos, last, cuts
+
+
+def _frame_at(fd: int, path: str, pos: int, end: int) -> int:
+    """The size of the entry at ``pos``, which must lie whole within ``end``: the plan covers
+    complete entries only, so anything else there is damage (a torn append can only end the
+    active segment, and the plan stops before it)."""
+    head = os.pread(fd, HEADER_SIZE_UP_TO_MAGIC, pos)
+    if len(head) < HEADER_SIZE_UP_TO_MAGIC:
+        raise CorruptRecordError(
+            f"only {len(head)} bytes remain here where the planned range holds {end - pos} "
+            f"(the file shrank while it was read)",
+            position=pos,
+            path=path,
+        )
+    size = LOG_OVERHEAD + _ENTRY.unpack_from(head)[1]
+    try:
+        frame_entry(head, 0, max(size, HEADER_SIZE_UP_TO_MAGIC + 1))
+    except KafkalogError as e:
+        e.position = pos
+        raise e.located(path=path) from None
+    if size > end - pos:
+        raise CorruptRecordError(
+            f"the entry declares {size} bytes, but {end - pos} bytes of complete entries remain "
+            f"in the planned range: its size field is damaged, and the records from here on "
+            f"cannot be read",
+            position=pos,
+            path=path,
+        )
+    return size
 
 
 def _chunks(path: str, start: int, end: int, stop_offset: int | None, chunk: int, step: int):
@@ -359,20 +393,7 @@ def _chunks(path: str, start: int, end: int, stop_offset: int | None, chunk: int
     try:
         pos = start
         while pos < end:
-            head = os.pread(fd, 12, pos)
-            if len(head) < 12:
-                return  # the file shrank since planning (a live log truncated under us)
-            first = 12 + _ENTRY.unpack_from(head)[1]
-            if first < _MIN_ENTRY or first > end - pos:
-                # The plan covers only complete entries: unframeable bytes inside it are damage
-                # (a torn append can only end the active segment, and the plan stops before it).
-                raise CorruptRecordError(
-                    f"the entry declares {first} bytes, but "
-                    f"{end - pos} bytes of complete entries remain in the planned range: its "
-                    f"size field is damaged, and the records from here on cannot be read",
-                    position=pos,
-                    path=path,
-                )
+            first = _frame_at(fd, path, pos, end)
             if first > len(buf):  # one entry bigger than the buffer: grow for it
                 buf = bytearray(first)
             want = min(len(buf), end - pos)
@@ -445,40 +466,126 @@ class _Sizer:
 
 
 def _read_one(part: KafkaInputPartition, decoder: ColumnarDecoder) -> Iterator[pa.RecordBatch]:
-    from .schema import ConstantColumns, to_spark_batch
-
+    """One input partition's records. Damaged bytes (a CRC mismatch, an entry that cannot be
+    framed, records that do not decode) stop the read with the error, file and position, after
+    the records before them; with failOnDataLoss=false they are skipped with a warning instead:
+    a damaged entry whose frame holds is stepped over, and a frame that does not hold ends the
+    range (nothing after it can be found)."""
     if not os.path.exists(part.path):
         raise FileNotFoundError(
             f"segment {part.path} is not visible from this executor: the data directory must be "
             f"on a filesystem the driver and every executor share"
         )
-    constants = ConstantColumns(part.topic, part.partition)
-    sizer = _Sizer()
-    chunks = _chunks(part.path, part.start_position, part.end_position, part.end_offset,
-                     CHUNK_BYTES, MIN_PIECE_BYTES)  # fmt: skip
-    for position, view, cuts in chunks:
-        lo = 0
-        for hi in _pieces(cuts, len(view), sizer):
-            # One Arrow batch per piece, unless its batches decompress to far more rows than
-            # the piece was sized for: then several, so memory stays bounded.
-            pieces = decoder.iter_batches(
-                view[lo:hi], max_rows=PIECE_MAX_ROWS, start_offset=part.start_offset,
-                end_offset=part.end_offset, keep_control=False, position_base=position + lo,
-                validate_crc=True,  # as Kafka's consumer (check.crcs=true) and Spark's source
-            )  # fmt: skip
-            read, lo = hi - lo, hi
-            for decoded in pieces:
-                if decoded.num_rows and part.aborted:
-                    drop = _aborted_mask(decoded, part.aborted)
-                    if drop is not None:
-                        decoded = decoded.filter(pa.array(~drop))
-                if decoded.num_rows == 0:
-                    continue
-                out = to_spark_batch(decoded, constants, part.include_headers)
-                del decoded
-                sizer.learn(read, out.num_rows, out.nbytes)
-                yield out
-                del out
+    reading = _RangeReader(part, decoder)
+    start: int | None = part.start_position
+    while start is not None:
+        start = yield from reading.read_from(start)
+    if part.end_damage is not None:
+        raise part.end_damage
+
+
+class _RangeReader:
+    def __init__(self, part: KafkaInputPartition, decoder: ColumnarDecoder) -> None:
+        from .schema import ConstantColumns
+
+        self.part = part
+        self.decoder = decoder
+        self.constants = ConstantColumns(part.topic, part.partition)
+        self.sizer = _Sizer()
+        self.next_offset = part.start_offset  # offsets below this were handed out
+
+    def read_from(self, start: int):
+        """Read from ``start`` to the range's end; return where to go on after a skipped
+        damaged entry, or None when the range is done."""
+        part = self.part
+        chunks = _chunks(part.path, start, part.end_position, part.end_offset, CHUNK_BYTES,
+                         MIN_PIECE_BYTES)  # fmt: skip
+        try:
+            for position, view, cuts in chunks:
+                lo = 0
+                for hi in _pieces(cuts, len(view), self.sizer):
+                    try:
+                        yield from self._decode(view[lo:hi], position + lo, hi - lo)
+                    except KafkalogError as e:
+                        e.located(path=part.path)
+                        entry = _entry_around(view, lo, hi, position, e.position)
+                        if entry is not None:  # the records before the damaged entry first
+                            yield from self._decode(
+                                view[lo : entry[0] - position], position + lo, 0
+                            )
+                        return self._damaged(e, None if entry is None else entry[1])
+                    lo = hi
+        except KafkalogError as e:  # an entry that cannot be framed: nothing after it is found
+            e.located(path=part.path)
+            return self._damaged(e, None)
+        finally:
+            chunks.close()
+        return None
+
+    def _decode(self, piece: memoryview, position: int, read: int):
+        from .schema import to_spark_batch
+
+        part = self.part
+        # One Arrow batch per piece, unless its batches decompress to far more rows than the
+        # piece was sized for: then several, so memory stays bounded.
+        decoded_pieces = self.decoder.iter_batches(
+            piece, max_rows=PIECE_MAX_ROWS, start_offset=self.next_offset,
+            end_offset=part.end_offset, keep_control=False, position_base=position,
+            validate_crc=True,  # as Kafka's consumer (check.crcs=true) and Spark's source
+        )  # fmt: skip
+        for decoded in decoded_pieces:
+            if decoded.num_rows:
+                self.next_offset = int(decoded.column(0)[-1].as_py()) + 1
+            if decoded.num_rows and part.aborted:
+                drop = _aborted_mask(decoded, part.aborted)
+                if drop is not None:
+                    decoded = decoded.filter(pa.array(~drop))
+            if decoded.num_rows == 0:
+                continue
+            out = to_spark_batch(decoded, self.constants, part.include_headers)
+            del decoded
+            if read:
+                self.sizer.learn(read, out.num_rows, out.nbytes)
+            yield out
+            del out
+
+    def _damaged(self, error: KafkalogError, resume: int | None) -> int | None:
+        part = self.part
+        if part.fail_on_data_loss:
+            raise error
+        after = (
+            f"read on from position {resume}"
+            if resume is not None and resume < part.end_position
+            else f"the rest of this segment's planned range (to position {part.end_position}) "
+            f"is skipped"
+        )
+        data_loss(
+            f"{part.topic}-{part.partition}: a damaged entry ({error.message}); {after}",
+            False,
+            cause=error,
+            log_dir=part.data_loss_log,
+        )
+        return resume if resume is not None and resume < part.end_position else None
+
+
+def _entry_around(view: memoryview, lo: int, hi: int, base: int, position: int | None):
+    """(start, end) file positions of the entry of ``view[lo:hi]`` holding file position
+    ``position`` (None when the entries cannot be walked to it)."""
+    if position is None:
+        return None
+    pos = lo
+    while pos < hi:
+        try:
+            framed = frame_entry(view, pos, hi)
+        except KafkalogError:
+            return None
+        if framed is None:
+            return None
+        end = pos + LOG_OVERHEAD + framed[0]
+        if base + pos <= position < base + end:
+            return base + pos, base + end
+        pos = end
+    return None
 
 
 def _pieces(cuts: list[int], end: int, sizer: _Sizer) -> Iterator[int]:

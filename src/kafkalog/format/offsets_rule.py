@@ -1,0 +1,88 @@
+"""The offset rule of a log entry: its offsets fit int64, and they increase through a log.
+
+Kafka's offsets are int64 and increase strictly through a log; a v2 batch's last offset is
+``baseOffset + lastOffsetDelta`` and a log's next offset is that plus one, so it must fit int64
+too: an entry's last offset is at most 2^63 - 2. The baseOffset field is not covered by the
+batch's CRC (the broker writes it after the producer computed the CRC), so a damaged one is only
+ever caught by this rule. Three errors, worded the same by every reader of entries (the
+record-at-a-time views :mod:`.batch` and :mod:`.legacy`, the columnar fast path's driver and both
+of its kernel twins, the header walk of :mod:`kafkalog.log.entry_walk`):
+
+- *overflow*: the entry's offsets pass a 64-bit offset (a v2 batch's baseOffset +
+  lastOffsetDelta, any record's baseOffset + offsetDelta, a legacy wrapper's absolute inner
+  offsets);
+- *negative*: its first offset is below 0;
+- *decrease* (log reads only: client produce requests may all carry baseOffset 0): its first
+  offset is not above the previous entry's last offset.
+
+Legacy (magic 0/1) entries take their offset field as both first and last offset (a compressed
+wrapper's is its last inner one), as Kafka's shallow iteration does.
+"""
+
+from __future__ import annotations
+
+from ..errors import CorruptRecordError
+
+__all__ = [
+    "MAX_LAST_OFFSET",
+    "check_entry_offsets",
+    "decrease_error",
+    "range_error",
+]
+
+INT64_MAX = (1 << 63) - 1
+MAX_LAST_OFFSET = INT64_MAX - 1
+"""The largest last offset an entry may have: the log's next offset (last + 1) must fit int64."""
+
+_DAMAGED = "the baseOffset field, which the CRC does not cover, is damaged"
+
+
+def range_error(base: int, last: int, *, position: int | None, offset: int | None = None):
+    """The error for offsets ``base``..``last`` (exact integers) outside a log's range, or None
+    when they are inside it. ``offset`` (the error's offset) defaults to ``base``."""
+    where = base if offset is None else offset
+    if last > MAX_LAST_OFFSET or base > MAX_LAST_OFFSET:
+        return CorruptRecordError(
+            f"Batch offsets {base} to {last} overflow a 64-bit offset ({_DAMAGED})",
+            position=position,
+            offset=where,
+        )
+    if base < 0:
+        return CorruptRecordError(
+            f"Batch offsets {base} to {last} are negative: a log's offsets start at 0 ({_DAMAGED})",
+            position=position,
+            offset=where,
+        )
+    return None
+
+
+def decrease_error(
+    base: int, previous_last: int, *, position: int | None, offset: int | None = None
+) -> CorruptRecordError:
+    """The error for an entry starting at ``base`` after one that ended at ``previous_last``."""
+    return CorruptRecordError(
+        f"Batch baseOffset {base} is not above the previous batch's last offset {previous_last}: "
+        f"offsets must increase through a log",
+        position=position,
+        offset=base if offset is None else offset,
+    )
+
+
+def check_entry_offsets(
+    base: int,
+    last: int,
+    previous_last: int | None,
+    *,
+    position: int | None,
+    offset: int | None = None,
+) -> None:
+    """Raise CorruptRecordError unless an entry with offsets ``base``..``last`` (exact integers:
+    a v2 batch's baseOffset and baseOffset + lastOffsetDelta, a legacy entry's offset twice) may
+    follow an entry whose last offset was ``previous_last`` (None: the first entry, or the
+    decrease check not wanted). ``position`` is the entry's; ``offset`` the error's offset
+    (default: ``base``)."""
+    error = range_error(base, last, position=position, offset=offset)
+    if error is not None:
+        raise error
+    if previous_last is not None and base <= previous_last:
+        raise decrease_error(base, previous_last, position=position, offset=offset)
