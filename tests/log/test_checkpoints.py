@@ -584,3 +584,33 @@ def test_a_broker_startup_reads_a_malformed_offset_checkpoint_as_empty(tmp_path:
     path.write_bytes(b"garbage\n")
     offsets, problem = read_offset_checkpoint_or_reset(path)
     assert offsets == {} and isinstance(problem, CorruptCheckpointError) and problem.line == 1
+
+
+# -- bounds on what a hostile data directory can make kafkalog read -------------------------------
+def test_a_checkpoint_with_too_many_lines_is_refused(tmp_path: Path, monkeypatch) -> None:
+    path = tmp_path / "recovery-point-offset-checkpoint"
+    path.write_text("0\n3\na 0 1\nb 0 2\nc 0 3\n")
+    assert len(read_offset_checkpoint(path)) == 3
+    monkeypatch.setattr(checkpoints_module, "MAX_CHECKPOINT_LINES", 4)
+    with pytest.raises(CorruptCheckpointError, match="5 lines, more than the 4") as info:
+        read_offset_checkpoint(path)
+    assert info.value.path == str(path)
+
+
+def test_a_checkpoint_over_the_size_bound_is_refused(tmp_path: Path) -> None:
+    from kafkalog.log.checkpoints import read_text_file
+
+    path = tmp_path / "leader-epoch-checkpoint"
+    path.write_text("0\n1\n0 0\n")
+    assert read_text_file(path, max_bytes=8) == "0\n1\n0 0\n"
+    with pytest.raises(CorruptCheckpointError, match="larger than the 7 bytes") as info:
+        read_text_file(path, max_bytes=7)
+    assert info.value.path == str(path)
+
+
+def test_a_fifo_checkpoint_is_refused_without_opening_it(tmp_path: Path) -> None:
+    path = tmp_path / "recovery-point-offset-checkpoint"
+    os.mkfifo(path)
+    with pytest.raises(OSError, match=r"not a regular file \(a FIFO\)") as info:
+        read_offset_checkpoint(path)
+    assert info.value.filename == str(path)

@@ -364,3 +364,70 @@ def test_a_malformed_clean_shutdown_marker_still_means_a_clean_shutdown(tmp_path
         assert len(manager.warnings) == 1 and ".kafka_cleanshutdown" in manager.warnings[0]
         assert manager.get_log(TopicPartition("orders", 0)).load_notes == []  # nothing recovered
     assert (tmp_path / ".kafka_cleanshutdown").exists()
+
+
+# -- the lock of the data directory that really holds a partition (symlinks) -----------------------
+def _symlinked(tmp_path: Path) -> tuple[Path, Path]:
+    """DATA with a topic, and other/ holding ``t-0`` as a symlink to DATA/t-0."""
+    data = tmp_path / "DATA"
+    with LogManager(data, writable=True, create=True, clock=MockClock(now_ms=T0)) as manager:
+        manager.create_topic("t", 1, {})
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "t-0").symlink_to(data / "t-0", target_is_directory=True)
+    return data, other
+
+
+def test_a_symlinked_partition_makes_a_writer_lock_its_real_data_dir(tmp_path: Path) -> None:
+    """A broker holds DATA/.lock; opening other/ (whose t-0 is DATA's) for writing must fail,
+    not lock other/.lock and change the live partition."""
+    data, other = _symlinked(tmp_path)
+    holder = run_opener(data)
+    try:
+        assert holder.stdout.readline().strip() == "opened"
+        with pytest.raises(DataDirLockedError, match=f"lock on file .lock in .*{data.name}"):
+            LogManager(other, writable=True)
+        LogManager(other).close()  # reading needs no lock
+    finally:
+        holder.communicate("\n", timeout=60)
+    assert holder.returncode == 0
+    with LogManager(other, writable=True) as manager:  # free again: both locks taken
+        assert TopicPartition("t", 0) in manager.logs
+        other_process = run_opener(data)
+        out, _ = other_process.communicate(timeout=60)
+        assert other_process.returncode == 3 and out.startswith("DataDirLockedError")
+
+
+def test_a_data_dir_given_twice_through_a_symlink_is_locked_once(tmp_path: Path) -> None:
+    data = tmp_path / "DATA"
+    LogManager(data, writable=True, create=True).close()
+    alias = tmp_path / "alias"
+    alias.symlink_to(data, target_is_directory=True)
+    LogManager([data], writable=True).close()
+    from kafkalog.log.dir_lock import real_data_dirs
+
+    assert real_data_dirs([data, alias]) == [data.resolve()]
+
+
+def test_a_deeply_nested_topics_file_is_a_typed_error(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    LogManager(data, writable=True, create=True).close()
+    topics = data / "kafkalog-topics.json"
+    topics.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(KafkalogError, match="JSON nested 100000 deep") as info:
+        LogManager(data)
+    assert info.value.path == str(topics)
+
+
+def test_a_fifo_named_like_a_segment_is_refused_unopened(tmp_path: Path) -> None:
+    import os
+
+    data = tmp_path / "data"
+    with LogManager(data, writable=True, create=True) as manager:
+        manager.create_topic("t", 1, {})
+    fifo = data / "t-0" / "00000000000000000000.log"
+    fifo.unlink(missing_ok=True)
+    os.mkfifo(fifo)
+    with pytest.raises(OSError, match=r"not a regular file \(a FIFO\)") as info:
+        LogManager(data)
+    assert info.value.filename == str(fifo)

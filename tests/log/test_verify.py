@@ -748,3 +748,71 @@ def test_torn_appends_and_damaged_sizes_are_told_apart(values, cut, bad_size) ->
     damaged = memoryview(whole + bytes(third))
     found = partial_tail_problem(damaged, len(whole), max_batch_size=DEFAULT_MAX_MESSAGE_BYTES)
     assert found is not None and str(bad_size + 12) in found
+
+
+# -- declared record counts against the records a batch holds (hostile inputs) ---------------------
+@pytest.mark.parametrize("codec", CODECS)
+@pytest.mark.parametrize("records", [5, 40])  # the record-at-a-time check, and the kernels
+@pytest.mark.parametrize("declared", [0, 1, 4])
+def test_deep_verify_compares_the_declared_count_with_the_records(
+    tmp_path: Path, codec: int, records: int, declared: int
+) -> None:
+    """A header claiming fewer records than the batch holds (CRC made to match): Kafka's
+    DefaultRecordBatch throws InvalidRecordException("Incorrect declared batch size, records still
+    remaining in file") after ``count`` records; with a count of 0 its readers return no record at
+    all (a compressed section is not even decompressed), so every record is hidden."""
+    batch = bytearray(kp_batch(records, offset=0, codec=codec))
+    struct.pack_into(">i", batch, 57, declared)
+    part = write_partition(tmp_path / "n-0", {0: [reseal(batch)]})
+    log = part / f"{0:020d}.log"
+    errors = run_verify(part).errors
+    assert len(errors) == 1, errors
+    (error,) = errors
+    assert error.path == str(log) and error.offset == 0
+    assert error.code in ("record-corrupt", "batch-records-count")
+    assert "records still remaining" in error.message
+    if declared == 0 and codec != 0:
+        assert error.code == "batch-records-count" and error.position == 0
+        assert f"holding {records} records" in error.message
+    assert run_verify(part, deep=False).findings == []  # records are not decoded without --deep
+
+
+def test_an_empty_compressed_batch_is_not_a_mismatch(tmp_path: Path) -> None:
+    """Count 0 and a compressed section that decompresses to nothing: an empty batch."""
+    import gzip as gzip_module
+
+    batch = bytearray(kp_batch(3, offset=0, codec=1))
+    payload = gzip_module.compress(b"")
+    batch = batch[:61] + payload
+    struct.pack_into(">i", batch, 8, len(batch) - 12)
+    struct.pack_into(">i", batch, 57, 0)
+    part = write_partition(tmp_path / "e-0", {0: [reseal(batch)]})
+    assert run_verify(part).errors == []
+
+
+# -- files that are not regular files ------------------------------------------------------------
+def test_a_fifo_named_like_a_segment_is_reported_not_opened(data_dir: Path) -> None:
+    import os
+
+    fifo = seg(data_dir, 500)
+    os.mkfifo(fifo)
+    report = run_verify(data_dir)  # opening the FIFO would block: this returning is the test
+    found = [f for f in report.errors if f.code == "not-regular-file"]
+    assert [(f.path, f.severity) for f in found] == [(str(fifo), "error")]
+    assert "not a regular file (a FIFO)" in found[0].message
+    with pytest.raises(OSError, match=r"not a regular file \(a FIFO\)") as info:
+        verify(fifo)
+    assert info.value.filename == str(fifo)
+
+
+def test_a_symlink_loop_named_like_a_segment_is_reported(data_dir: Path) -> None:
+    import os
+
+    loop = seg(data_dir, 500)
+    os.symlink(loop.name, loop)  # ln -s 00000000000000000500.log 00000000000000000500.log
+    found = [f for f in run_verify(data_dir).errors if f.code == "not-regular-file"]
+    assert [f.path for f in found] == [str(loop)]
+    assert "symbolic link loop" in found[0].message
+    with pytest.raises(OSError, match="symbolic link loop") as info:
+        verify(loop)
+    assert info.value.filename == str(loop)

@@ -14,6 +14,7 @@ import argparse
 import sys
 
 from ..errors import KafkalogError
+from ..log.error_location import locate_in_partition
 from .operate import (
     EXIT_OK,
     EXIT_PROBLEMS,
@@ -100,7 +101,8 @@ def _run(args: argparse.Namespace) -> int:
                 try:
                     result = clean(log, now_ms=now, force=args.force, dry_run=not args.apply)
                 except KafkalogError as e:  # this partition's data: the others go on
-                    print(f"kafkalog compact: {entry.directory.name}: {e}", file=sys.stderr)
+                    located = locate_in_partition(e, entry.directory)
+                    print(f"kafkalog compact: {entry.directory.name}: {located}", file=sys.stderr)
                     status = EXIT_PROBLEMS
                 except OSError as e:
                     if args.apply:

@@ -77,8 +77,9 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     which.add_argument("--max-records", type=int, metavar="N", help="stop after N records")
     add_read_policy(
         which,
-        data_loss_help="skip offsets that are gone (a missing segment) with a warning instead "
-        "of failing",
+        data_loss_help="skip offsets that are gone (a missing segment) and damaged batches (a CRC "
+        "mismatch, a bad size, offsets that go back) with a warning naming file and position, "
+        "instead of failing after the records before them (docs/reading.md)",
     )
     follow = parser.add_argument_group("following a live log")
     follow.add_argument("--follow", "-f", action="store_true", help="wait for new records")

@@ -16,6 +16,8 @@ import argparse
 import os
 import sys
 
+from ..errors import KafkalogError
+from ..log.regular_file import require_regular_file
 from .dump_common import (
     DEFAULT_MAX_MESSAGE_SIZE,
     EXIT_IO,
@@ -237,14 +239,25 @@ def run(args: argparse.Namespace) -> int:
             if options.json:
                 dumper.emit({"type": "file", "path": path, "kind": name})
             try:
+                require_regular_file(path)  # a FIFO would block the open: never opened
                 dumper.dump(progress)
             except BrokenPipeError:
                 raise
+            except KafkalogError as e:
+                # Any typed error the dumpers did not report where they met it: reported as
+                # they report damage (the file, position and offset), and the run goes on.
+                out.flush()
+                dumper.error(e)
+                status = max(status, EXIT_PROBLEMS)
+                continue
             except OSError as e:
                 out.flush()
-                print(f"kafkalog dump: {path}: {e.strerror or e}", file=sys.stderr)
+                where = e.filename or path  # an index's .log, when that is what failed
+                print(f"kafkalog dump: {where}: {e.strerror or e}", file=sys.stderr)
                 if options.json:
                     message = f"{e.strerror or e}"
+                    if e.filename and e.filename != path:
+                        message = f"{e.filename}: {message}"
                     dumper.emit(
                         {"type": "error", "position": None, "offset": None, "message": message}
                     )

@@ -18,6 +18,7 @@ from typing import TextIO
 from ..errors import KafkalogError
 from ..log.errors import InvalidFileNameError
 from ..log.naming import offset_from_file_name
+from ..log.regular_file import open_regular
 from .dump_payload import PayloadParser
 from .progress import Progress
 
@@ -152,7 +153,7 @@ class open_buffer:
         self._mmap: mmap.mmap | None = None
 
     def __enter__(self) -> memoryview:
-        with open(self._path, "rb") as f:
+        with open_regular(self._path) as f:
             size = os.fstat(f.fileno()).st_size
             if size == 0:
                 return memoryview(b"")

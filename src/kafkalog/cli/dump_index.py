@@ -19,6 +19,7 @@ from ..format.constants import NO_TIMESTAMP
 from ..log.offset_index import OffsetIndex
 from ..log.producer_snapshot import CorruptSnapshotError, decode_snapshot
 from ..log.producer_state_entry import ProducerStateEntry
+from ..log.regular_file import open_regular
 from ..log.time_index import TimeIndex
 from ..log.txn_index import ENTRY_SIZE as TXN_ENTRY_SIZE
 from ..log.txn_index import TransactionIndex
@@ -365,7 +366,7 @@ class ProducerSnapshotDump(_SegmentFileDump):
     """``.snapshot``: one line per producer, as kafka-dump-log 3.9/4.x prints it."""
 
     def dump(self, progress: Progress) -> None:
-        with open(self.path, "rb") as f:
+        with open_regular(self.path) as f:
             data = f.read()
         progress.advance(len(data))
         try:

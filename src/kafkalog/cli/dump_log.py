@@ -15,13 +15,14 @@ import struct
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import CorruptRecordError, KafkalogError
+from ..errors import CorruptRecordError, InvalidRecordError, KafkalogError
 from ..format import Batch, ControlRecordType, RecordsScan, Tail, TimestampType, fast
 from ..format.constants import MAGIC_VALUE_V0, MAGIC_VALUE_V2
 from ..format.control import decode_control_type, decode_end_txn_marker
 from ..format.record import Header, Record
 from ..log.errors import InvalidFileNameError
 from ..log.naming import parse_snapshot_file_name
+from ..log.verify_segment import hidden_records_problem
 from ..log.verify_tail import partial_tail_problem
 from .dump_common import FileDump, open_buffer, optional_long, segment_start_offset
 from .dump_kafka_json import java_json
@@ -170,7 +171,16 @@ class LogDump(FileDump):
                 base_offset, count = batch.last_offset, 0
                 inner_error = e.located(position=batch.position, offset=batch.last_offset)
             records += count
-            self.batch(batch, base_offset, count)
+            try:
+                self.batch(batch, base_offset, count)
+            except KafkalogError as e:
+                # A header Kafka cannot read (a codec id no version defines, 5-7 in magic 2,
+                # 4-7 in magic 1): reported like other damage, the dump goes on.
+                self.error(e.located(position=batch.position, offset=base_offset))
+                size = batch.size_in_bytes
+                done += size
+                progress.advance(size)
+                continue
             if not batch.is_valid:
                 stored, computed = batch.crc, batch.compute_checksum()
                 self.error(
@@ -182,6 +192,12 @@ class LogDump(FileDump):
                 )
             if inner_error is not None:
                 self.error(inner_error)
+            elif self.options.deep and count == 0 and batch.is_compressed and batch.is_valid:
+                hidden = hidden_records_problem(batch)  # records Kafka's readers never return
+                if hidden is not None:
+                    self.error(
+                        InvalidRecordError(hidden[1], position=batch.position, offset=base_offset)
+                    )
             elif self.options.deep:
                 lines = None
                 try:

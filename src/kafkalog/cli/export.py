@@ -75,7 +75,9 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         help="stop before the first record at or after this time",
     )  # fmt: skip
     add_read_policy(
-        which, data_loss_help="skip offsets that are gone with a warning instead of failing"
+        which,
+        data_loss_help="skip offsets that are gone and damaged batches with a warning "
+        "naming file and position, instead of failing after the records before them",
     )
     which.add_argument(
         "--option", action="append", default=[], metavar="NAME=VALUE",

@@ -154,7 +154,11 @@ def resolve_target(path: str, *, topics: list[str] | None = None, internal: bool
     if not root.is_dir():
         raise UsageError(f"{root}: not a directory (give a data directory or a partition one)")
     if is_partition_dir(root):
-        target = Target(root, root.parent, [root], False)
+        # A symlinked partition directory belongs to the data directory it really lives in:
+        # its checkpoints are there, and so is the .lock a running broker holds.
+        real_parent = Path(os.path.realpath(root)).parent
+        same = Path(os.path.realpath(root.parent)) == real_parent
+        target = Target(root, root.parent if same else real_parent, [root], False)
     else:
         partitions = []
         for child in sorted(root.iterdir()):
@@ -307,11 +311,16 @@ def open_logs(
         with _open_data_dir(target, clock, prepare) as logs:
             yield logs
         return
-    from ..log.dir_lock import DataDirLock
+    from ..log.dir_lock import DataDirLocks, real_data_dirs
+    from ..log.error_location import locate_in_partition
     from ..log.log import Log
+    from ..log.regular_file import require_regular_entries
 
     configs = _topic_configs(target.data_dir)
-    with DataDirLock(target.data_dir) if writable else contextlib.nullcontext():
+    # The lock of the data directory that really holds each partition (symlinks resolved): a
+    # symlink to a live partition must not let a writer lock another directory's .lock.
+    locks = real_data_dirs([target.data_dir], target.partitions) if writable else []
+    with DataDirLocks(locks):
         opened: list[PartitionLog] = []
         try:
             for directory in target.partitions:
@@ -319,6 +328,7 @@ def open_logs(
                 if prepare is not None:
                     prepare(directory)
                 try:
+                    require_regular_entries(directory)  # a FIFO named like a segment blocks
                     log = Log.open(
                         directory,
                         config=configs.config_for(_topic_of(directory) or ""),
@@ -329,6 +339,8 @@ def open_logs(
                         had_clean_shutdown=skip_recovery or (clean and not full_recovery),
                     )
                 except (KafkalogError, ValueError, OSError) as e:
+                    if isinstance(e, KafkalogError):
+                        locate_in_partition(e, directory)  # the file, when the raiser had none
                     if writable:
                         raise
                     opened.append(PartitionLog(directory, None, _describe(e)))

@@ -34,7 +34,8 @@ examples:
   kafkalog produce data --topic payments --producer-id 7 --transaction commit < /dev/null
 
 exit status: 0 every record written, 1 a bad input line or a record the log refused (records
-before it are written; a transaction is aborted), 2 usage error, 3 I/O error or the data
+before it are written; a transaction is aborted), 2 usage error (also a record for an internal
+topic such as __consumer_offsets without --allow-internal-topics), 3 I/O error or the data
 directory is locked by another writer
 """
 
@@ -63,6 +64,12 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     where.add_argument(
         "--partitions", type=int, default=1, metavar="N",
         help="partitions of a topic that does not exist yet (default 1)",
+    )  # fmt: skip
+    where.add_argument(
+        "--allow-internal-topics", action="store_true",
+        help="write to Kafka's internal topics (__consumer_offsets, __transaction_state, "
+        "__cluster_metadata, __share_group_state), which a broker refuses produce requests to "
+        "(default: refused, exit status 2)",
     )  # fmt: skip
     where.add_argument(
         "--config", action="append", default=[], metavar="KEY=VALUE",
@@ -141,6 +148,7 @@ def _pairs(items: list[str], what: str) -> list[tuple[str, str]]:
 
 def run(args: argparse.Namespace) -> int:
     from ..log.config import LogConfig
+    from .produce_writer import internal_topic_refusal
 
     try:
         configs = dict(_pairs(args.config, "--config"))
@@ -162,6 +170,9 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError("--separator must not be empty")
         if args.null_marker is not None and args.null_marker == args.separator:
             raise ValueError("--null-marker and --separator may not be equal")
+        refusal = None if args.allow_internal_topics else internal_topic_refusal(args.topic or "")
+        if refusal is not None:
+            raise ValueError(refusal)
     except ValueError as e:
         report("produce", e)
         return EXIT_USAGE
@@ -195,7 +206,10 @@ def _produce(args: argparse.Namespace, configs: dict[str, str], extra_headers: t
 
 
 def _pump(args: argparse.Namespace, stream, writer, extra_headers: tuple) -> int:
-    """Read records and hand them to ``writer``; a bad line stops reading (exit status 1)."""
+    """Read records and hand them to ``writer``; a bad line stops reading (exit status 1; 2 for
+    a record of an internal topic without --allow-internal-topics)."""
+    from .produce_writer import InternalTopicError
+
     parse = _json_line if args.format == "json" else _text_parser(args)
     try:
         size = os.fstat(stream.fileno()).st_size
@@ -208,6 +222,10 @@ def _pump(args: argparse.Namespace, stream, writer, extra_headers: tuple) -> int
                     record = parse(line)
                     if record is not None:
                         writer.send(record, extra_headers)
+                except InternalTopicError as e:  # a usage error, as --topic __consumer_offsets
+                    writer.flush()
+                    report("produce", f"{args.file or 'stdin'} line {number}: {e}")
+                    return EXIT_USAGE
                 except (RecordFormatError, ValueError) as e:
                     writer.flush()
                     where = args.file or "stdin"

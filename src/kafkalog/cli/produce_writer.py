@@ -22,11 +22,27 @@ from ..format.partitioner import partition_for_key
 from ..format.validator_types import AppendOrigin
 from ..log.log import Log
 from ..log.manager import LogManager
-from ..log.naming import TopicPartition
+from ..log.naming import INTERNAL_TOPICS, TopicPartition
 from ..table.partitioning import StickyPartitioner
 from .record_json import InputRecord, RecordFormatError
 
-__all__ = ["PartitionWriter"]
+__all__ = ["InternalTopicError", "PartitionWriter", "internal_topic_refusal"]
+
+
+class InternalTopicError(ValueError):
+    """A record for one of Kafka's internal topics without ``--allow-internal-topics``."""
+
+
+def internal_topic_refusal(topic: str) -> str | None:
+    """Why ``produce`` refuses ``topic`` without ``--allow-internal-topics``, or None."""
+    if topic not in INTERNAL_TOPICS:
+        return None
+    return (
+        f"Cannot append to internal topic {topic}: only the broker writes it, and a broker "
+        f"refuses produce requests to it (INVALID_TOPIC_EXCEPTION); give "
+        f"--allow-internal-topics to write it anyway"
+    )
+
 
 _SEQUENCE_WRAP = 1 << 31  # sequences run 0 .. Int.MAX, then start again at 0
 _KEY_CACHE_SIZE = 100_000
@@ -56,6 +72,7 @@ class PartitionWriter:
     def __init__(self, manager: LogManager, args: argparse.Namespace, configs: dict[str, str]):
         self.manager = manager
         self.topic: str | None = args.topic
+        self.allow_internal: bool = getattr(args, "allow_internal_topics", False)
         self.partition: int | None = args.partition
         self.new_partitions: int = args.partitions
         self.configs = configs
@@ -114,6 +131,9 @@ class PartitionWriter:
         topic = self.topic or record.topic
         if not topic:
             raise RecordFormatError('no topic: give --topic or a "topic" field')
+        refusal = None if self.allow_internal else internal_topic_refusal(topic)
+        if refusal is not None:
+            raise InternalTopicError(refusal)
         count = self._partition_count(topic)
         partition = self.partition if self.partition is not None else record.partition
         if partition is not None and not 0 <= partition < count:

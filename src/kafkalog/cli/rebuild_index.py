@@ -100,7 +100,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from ..errors import KafkalogError
+    from ..log.error_location import locate_in_partition
     from ..log.naming import LOG_FILE_SUFFIX, offset_from_file_name
+    from ..log.regular_file import require_regular_entries
     from ..log.verify import is_partition_dir
 
     path = Path(args.path)
@@ -115,11 +118,15 @@ def _run(args: argparse.Namespace) -> int:
         raise FileNotFoundError(2, "No such file or directory", str(path))
     else:
         raise UsageError(f"{path}: not a segment's .log, .index, .timeindex or .txnindex")
+    require_regular_entries(directory)  # a FIFO named like a segment: never opened
     logs = sorted(directory.glob("*" + LOG_FILE_SUFFIX))
     bases = [offset_from_file_name(p.name) for p in logs if p.name[:20].isdigit()]
     if only is not None and only not in bases:
         raise UsageError(f"{path}: its segment's .log ({only:020d}.log) is not in {directory}")
-    segments = _plan(directory, bases, only, args)
+    try:
+        segments = _plan(directory, bases, only, args)
+    except KafkalogError as e:
+        raise locate_in_partition(e, directory) from None  # the file, when the raiser had none
     refused = any(s.action == TRUNCATE for s in segments) and not args.truncate
     if args.apply and refused:
         print(

@@ -71,7 +71,10 @@ def add_parser(commands) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from ..errors import KafkalogError
+    from ..log.error_location import locate_in_partition
     from ..log.recovery_plan import plan_recovery
+    from ..log.regular_file import require_regular_entries
 
     # A data directory's KRaft metadata log is the controller's to recover, as in a broker's
     # LogManager; name its partition directory to recover it.
@@ -80,15 +83,18 @@ def _run(args: argparse.Namespace) -> int:
     total = total_bytes([str(p) for p in target.partitions])
     with Progress(total, "recover", quiet=args.quiet) as progress:
         for directory in target.partitions:
+            require_regular_entries(directory)  # a FIFO named like a segment: never opened
             recovery_point, log_start, clean = partition_offsets(target, directory)
-            plans.append(
-                plan_recovery(
+            try:
+                plan = plan_recovery(
                     directory,
                     recovery_point=0 if args.full else recovery_point,
                     had_clean_shutdown=clean and not args.full,
                     log_start_offset=log_start,
                 )
-            )
+            except KafkalogError as e:
+                raise locate_in_partition(e, directory) from None  # name the file
+            plans.append(plan)
             progress.advance(total_bytes([str(directory)]))
     dir_actions = _checkpoint_actions(target)
     problems = any(p.bytes_cut or p.unreadable for p in plans)

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import KafkalogError
+from ..log.error_location import locate_in_partition
 from .operate import (
     EXIT_OK,
     EXIT_PROBLEMS,
@@ -118,7 +119,8 @@ def _run(args: argparse.Namespace) -> int:
                 elif args.apply and plan.deletions:
                     log.delete_old_segments()
             except KafkalogError as e:  # this partition's data: the others go on
-                print(f"kafkalog retention: {entry.directory.name}: {e}", file=sys.stderr)
+                located = locate_in_partition(e, entry.directory)
+                print(f"kafkalog retention: {entry.directory.name}: {located}", file=sys.stderr)
                 status = EXIT_PROBLEMS
                 continue
             results.append(_Result(entry.directory, log.config, plan, assumed, applied))

@@ -18,8 +18,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import CorruptRecordError, KafkalogError
+from ..errors import CorruptRecordError, InvalidRecordError, KafkalogError
 from ..format import TimestampType
+from ..format.constants import MAGIC_VALUE_V2
 from .operate import (
     EXIT_OK,
     EXIT_PROBLEMS,
@@ -177,6 +178,7 @@ def _new(directory: Path) -> PartitionStats:
 def collect(log, stats: PartitionStats, *, timeline: bool = False, progress=None) -> None:
     """Fill ``stats`` from ``log`` (a read-only Log), batch headers only."""
     from ..log.cleaner_manager import log_to_clean, read_cleaner_checkpoint
+    from ..log.error_location import locate_in_partition
 
     stats.cleanup_policy = cleanup_policy(log.config)
     stats.segments = len(log.segments)
@@ -191,7 +193,7 @@ def collect(log, stats: PartitionStats, *, timeline: bool = False, progress=None
             last = i == len(log.segments) - 1
             previous_last = _walk_segment(stats, segment, previous_last, last, log.config)
         except KafkalogError as e:
-            stats.error = str(e)
+            stats.error = str(e.located(path=str(segment.log.path)))
             break
         finally:
             if progress is not None:
@@ -201,6 +203,8 @@ def collect(log, stats: PartitionStats, *, timeline: bool = False, progress=None
             stats.cleaner_offset = read_cleaner_checkpoint(log)
             stats.dirty_ratio = round(log_to_clean(log).cleanable_ratio, 4)
         except (KafkalogError, OSError) as e:
+            if isinstance(e, KafkalogError):
+                locate_in_partition(e, log.dir)
             stats.error = f"compaction state: {e}"
 
 
@@ -224,6 +228,15 @@ def _walk_segment(stats: PartitionStats, segment, previous_last, last: bool, con
             batch.ensure_valid()  # Kafka's consumers check CRCs: count what they read
         except CorruptRecordError as e:
             raise e.located(path=str(segment.log.path)) from None
+        if batch.magic >= MAGIC_VALUE_V2 and batch.count < 0:
+            # DefaultRecordBatch's iterator: InvalidRecordException("Found invalid record count
+            # -1 in magic v2 batch"); a consumer cannot read the batch, so neither is it counted.
+            raise InvalidRecordError(
+                f"Found invalid record count {batch.count} in magic v{batch.magic} batch",
+                path=str(segment.log.path),
+                position=batch.position,
+                offset=batch.base_offset,
+            )
         _add_batch(stats, batch, previous_last)
         previous_last = batch.last_offset
         end = batch.position + batch.size_in_bytes

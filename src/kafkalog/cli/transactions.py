@@ -208,7 +208,7 @@ def scan_transactions(
                     txn.in_txn_index = indexed.pop((pid, batch.base_offset), None) is not None
                 found.transactions.append(txn)
         except KafkalogError as e:
-            found.error = str(e)
+            found.error = str(e.located(path=str(segment.log.path)))
             break
         finally:
             if progress is not None:

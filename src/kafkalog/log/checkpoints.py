@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+from .bounded_json import DEFAULT_MAX_BYTES, read_bounded_bytes
 from .errors import CorruptCheckpointError
 from .naming import TopicPartition, validate_partition, validate_topic
 
@@ -40,6 +41,7 @@ __all__ = [
     "CURRENT_VERSION",
     "LEADER_EPOCH_CHECKPOINT",
     "LOG_START_OFFSET_CHECKPOINT",
+    "MAX_CHECKPOINT_LINES",
     "OFFSET_CHECKPOINT_FILES",
     "RECOVERY_POINT_OFFSET_CHECKPOINT",
     "REPLICATION_OFFSET_CHECKPOINT",
@@ -74,6 +76,10 @@ OFFSET_CHECKPOINT_FILES = (
     CLEANER_OFFSET_CHECKPOINT,
 )
 LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
+
+# Far beyond any broker (a line per partition of the data directory, or per leader epoch),
+# and it keeps a hostile file from becoming millions of Python strings.
+MAX_CHECKPOINT_LINES = 4_000_000
 
 _INT32 = (-(2**31), 2**31 - 1)
 _INT64 = (-(2**63), 2**63 - 1)
@@ -126,10 +132,14 @@ def _fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
-def read_text_file(path: str | os.PathLike, *, encoding: str = "utf-8") -> str:
+def read_text_file(
+    path: str | os.PathLike, *, encoding: str = "utf-8", max_bytes: int = DEFAULT_MAX_BYTES
+) -> str:
     """The file's text; undecodable bytes raise :class:`CorruptCheckpointError` (not
-    UnicodeDecodeError). A missing file raises FileNotFoundError: absence is the caller's call."""
-    data = Path(path).read_bytes()
+    UnicodeDecodeError), and so does a file over ``max_bytes`` (never read whole into memory).
+    Only a regular file is opened (a FIFO would block: NotRegularFileError, an OSError). A
+    missing file raises FileNotFoundError: absence is the caller's call."""
+    data = read_bounded_bytes(path, max_bytes=max_bytes)
     try:
         return data.decode(encoding)
     except UnicodeDecodeError as e:
@@ -190,7 +200,15 @@ def read_checkpoint_file(
     raises :class:`CorruptCheckpointError` when it cannot.
     """
     where = os.fspath(path)
-    lines = split_lines(read_text_file(path))
+    text = read_text_file(path)
+    line_ends = text.count("\n") + text.count("\r")
+    if line_ends > MAX_CHECKPOINT_LINES:
+        raise CorruptCheckpointError(
+            f"{line_ends} lines, more than the {MAX_CHECKPOINT_LINES} kafkalog reads in a "
+            f"checkpoint (one line per partition or leader epoch): not a file Kafka writes",
+            path=where,
+        )
+    lines = split_lines(text)
     if not lines:
         return []
     read_version = parse_java_int(lines[0], what="version", path=where, line=1)

@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from ..errors import KafkalogError
+from .bounded_json import nesting_guard, read_json_file
 from .checkpoints import (
     LOG_START_OFFSET_CHECKPOINT,
     RECOVERY_POINT_OFFSET_CHECKPOINT,
@@ -38,7 +39,8 @@ from .clock import Clock, SystemClock
 from .cluster_metadata import CLUSTER_METADATA_DIR, MetadataImage, load_metadata_image
 from .config import LOG_CONFIG_DEFS, LogConfig
 from .dir_lock import DataDirLock, DataDirLockedError
-from .errors import InvalidFileNameError
+from .error_location import locate_in_partition
+from .errors import CorruptCheckpointError, InvalidFileNameError
 from .kafka_uuid import uuid_to_kafka_string
 from .log import Log
 from .meta_properties import (
@@ -61,6 +63,7 @@ from .partition_metadata import (
     read_partition_metadata,
     write_partition_metadata,
 )
+from .regular_file import require_regular_entries
 
 __all__ = [
     "CONFIG_FROM_DEFAULTS",
@@ -131,6 +134,7 @@ class LogManager:
         # What opening tolerated as a broker does (a malformed checkpoint reset), to report.
         self.warnings: list[str] = []
         self._locks: list[DataDirLock] = []
+        self._locked: set[Path] = set()  # the real directories whose locks are held
         self._topic_configs: dict[str, dict[str, str]] = {}
         self._topic_ids: dict[str, uuid.UUID] = {}
         for d in self.data_dirs:
@@ -153,14 +157,20 @@ class LogManager:
 
     # -- opening -----------------------------------------------------------------------------------
     def _lock(self, directory: Path) -> None:
+        """Take ``directory``'s lock, once per real directory (symlinks resolved)."""
+        real = Path(os.path.realpath(directory))
+        if real in self._locked:
+            return
         lock = DataDirLock(directory)
         lock.__enter__()
         self._locks.append(lock)
+        self._locked.add(real)
 
     def _unlock(self) -> None:
         for lock in self._locks:
             lock.__exit__(None, None, None)
         self._locks.clear()
+        self._locked.clear()
 
     def _load_topics_files(self) -> None:
         for d in self.data_dirs:
@@ -168,7 +178,9 @@ class LogManager:
             if not path.exists():
                 continue
             try:
-                doc = json.loads(path.read_text("utf-8"))
+                doc = read_json_file(path)  # bounded: size, nesting (never RecursionError)
+                if not isinstance(doc, dict):
+                    raise ValueError(f"expected a JSON object, got {type(doc).__name__}")
                 if doc.get("version") != TOPICS_FILE_VERSION:
                     raise ValueError(f"unsupported version {doc.get('version')!r}")
                 for topic, entry in doc.get("topics", {}).items():
@@ -177,7 +189,9 @@ class LogManager:
                     self._topic_configs[topic] = configs
                     if entry.get("topicId"):
                         self._topic_ids[topic] = uuid.UUID(entry["topicId"])
-            except (ValueError, AttributeError, KafkalogError) as e:
+            except CorruptCheckpointError as e:
+                raise KafkalogError(f"invalid topics file: {e.message}", path=str(path)) from None
+            except (ValueError, AttributeError, TypeError, KafkalogError) as e:
                 raise KafkalogError(f"invalid topics file: {e}", path=str(path)) from None
 
     def _discover(self) -> None:
@@ -191,7 +205,8 @@ class LogManager:
                     # Kafka's LogManager goes by the marker's existence alone; its broker epoch
                     # is read apart, and a malformed one only logged: a warning here.
                     try:
-                        read_clean_shutdown(marker)
+                        with nesting_guard(marker):
+                            read_clean_shutdown(marker)
                     except KafkalogError as e:
                         self.warnings.append(f"{e}: the marker counts (a clean shutdown)")
                     os.unlink(marker)
@@ -219,17 +234,25 @@ class LogManager:
                         f"one of the two directories for this partition.",
                         path=str(child),
                     )
+                if self.writable:
+                    # A symlinked partition lives in another data directory: hold that one's
+                    # lock too (a broker serving it holds it), not only this directory's.
+                    self._lock(Path(os.path.realpath(child)).parent)
                 if self._prepare is not None:
                     self._prepare(child)
-                self.logs[tp] = Log.open(
-                    child,
-                    config=self.config_for(tp.topic),
-                    clock=self.clock,
-                    writable=self.writable,
-                    log_start_offset=start_offsets.get(tp, 0),
-                    recovery_point=recovery_points.get(tp, 0),
-                    had_clean_shutdown=had_clean_shutdown,
-                )
+                require_regular_entries(child)  # a FIFO named like a segment: never opened
+                try:
+                    self.logs[tp] = Log.open(
+                        child,
+                        config=self.config_for(tp.topic),
+                        clock=self.clock,
+                        writable=self.writable,
+                        log_start_offset=start_offsets.get(tp, 0),
+                        recovery_point=recovery_points.get(tp, 0),
+                        had_clean_shutdown=had_clean_shutdown,
+                    )
+                except KafkalogError as e:
+                    raise locate_in_partition(e, child) from None
                 self.log_dir_of[tp] = d
 
     def _read_checkpoint(self, path: Path) -> dict[TopicPartition, int]:

@@ -39,9 +39,11 @@ __all__ = [
     "FUTURE_DIR_SUFFIX",
     "GROUP_METADATA_TOPIC_NAME",
     "INDEX_FILE_SUFFIX",
+    "INTERNAL_TOPICS",
     "LOG_FILE_SUFFIX",
     "MAX_TOPIC_NAME_LENGTH",
     "PRODUCER_SNAPSHOT_FILE_SUFFIX",
+    "SHARE_GROUP_STATE_TOPIC_NAME",
     "SNAPSHOT_FILE_SUFFIX",
     "STRAY_DIR_SUFFIX",
     "SWAP_FILE_SUFFIX",
@@ -95,6 +97,18 @@ STRAY_DIR_SUFFIX = "-stray"
 GROUP_METADATA_TOPIC_NAME = "__consumer_offsets"
 TRANSACTION_STATE_TOPIC_NAME = "__transaction_state"
 CLUSTER_METADATA_TOPIC_NAME = "__cluster_metadata"
+SHARE_GROUP_STATE_TOPIC_NAME = "__share_group_state"
+# Topics whose records only the broker writes (Kafka's Topic.isInternal, the KRaft metadata log,
+# KIP-932's share-group state): a broker refuses produce requests to them ("Cannot append to
+# internal topic", INVALID_TOPIC_EXCEPTION).
+INTERNAL_TOPICS = frozenset(
+    {
+        GROUP_METADATA_TOPIC_NAME,
+        TRANSACTION_STATE_TOPIC_NAME,
+        CLUSTER_METADATA_TOPIC_NAME,
+        SHARE_GROUP_STATE_TOPIC_NAME,
+    }
+)
 
 MAX_TOPIC_NAME_LENGTH = 249  # leaves room for "-<partition>.<32 hex>-delete" in 255 bytes
 _MAX_FILE_NAME_LENGTH = 255

@@ -22,13 +22,13 @@ Severities and codes: :mod:`.verify_report`; the list of codes is in docs/cli.md
 
 from __future__ import annotations
 
-import errno
 import os
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import KafkalogError
+from .bounded_json import nesting_guard
 from .checkpoints import (
     CLEANER_OFFSET_CHECKPOINT,
     LEADER_EPOCH_CHECKPOINT,
@@ -55,6 +55,7 @@ from .naming import (
     parse_snapshot_file_name,
 )
 from .partition_metadata import PARTITION_METADATA_FILE_NAME
+from .regular_file import require_regular_file
 from .verify_index import check_index_file, check_txn_index
 from .verify_partition import (
     QUORUM_STATE_FILE_NAME,
@@ -65,6 +66,7 @@ from .verify_partition import (
     check_partition_metadata,
     check_snapshot_file,
     error_text,
+    regular_files,
 )
 from .verify_report import (
     ERROR,
@@ -108,8 +110,8 @@ def verify(
     not know; everything wrong *inside* the files is a finding, never an exception.
     """
     target = Path(path)
-    if not target.exists():
-        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), str(target))
+    if not target.is_dir():
+        require_regular_file(target)  # FileNotFoundError, or a FIFO/device/loop: never opened
     sink = FindingSink(on_bytes)
     report = VerifyReport(str(target), deep)
     if not target.is_dir():
@@ -207,6 +209,14 @@ def _context_for(directory: Path, checkpoints: dict) -> PartitionContext:
     return context
 
 
+# kafkalog's own JSON files at a data directory's root, read (size and nesting bounded) to say
+# whether kafkalog's commands can open the directory.
+_JSON_ROOT_FILES = {
+    TOPICS_FILE_NAME: "topics-file-corrupt",
+    PRODUCER_IDS_FILE_NAME: "producer-ids-corrupt",
+}
+
+
 def _check_root_files(root: Path, sink: FindingSink, deep: bool) -> None:
     meta = root / META_PROPERTIES_FILE_NAME
     if meta.is_file():
@@ -229,7 +239,10 @@ def _check_root_files(root: Path, sink: FindingSink, deep: bool) -> None:
         TOPICS_FILE_NAME,
         PRODUCER_IDS_FILE_NAME,
     }
-    for path in sorted(p for p in root.iterdir() if p.is_file()):
+    for path in regular_files(root, sink):
+        if path.name in _JSON_ROOT_FILES:
+            check_json_file(path, sink, _JSON_ROOT_FILES[path.name])
+            continue
         if path.name in known or path.name in OFFSET_CHECKPOINT_FILES:
             continue
         if path.name == BOOTSTRAP_CHECKPOINT:
@@ -256,7 +269,8 @@ def _check_meta_properties(path: Path, sink: FindingSink) -> None:
 def _check_clean_shutdown(path: Path, sink: FindingSink) -> None:
     sink.files_checked += 1
     try:
-        read_clean_shutdown(path)
+        with nesting_guard(path):
+            read_clean_shutdown(path)
     except KafkalogError as e:
         sink.warning(
             "clean-shutdown-corrupt", path,

@@ -14,7 +14,6 @@ unflushed data, which an unclean shutdown may lose, and Kafka trims them on star
 from __future__ import annotations
 
 import itertools
-import json
 import os
 import uuid
 from dataclasses import dataclass, field
@@ -22,6 +21,7 @@ from pathlib import Path
 
 from ..errors import KafkalogError
 from ..format import Tail
+from .bounded_json import read_json_file
 from .checkpoints import LEADER_EPOCH_CHECKPOINT, read_leader_epoch_checkpoint
 from .naming import (
     CLEANED_FILE_SUFFIX,
@@ -35,6 +35,7 @@ from .naming import (
 )
 from .partition_metadata import PARTITION_METADATA_FILE_NAME, read_partition_metadata
 from .producer_snapshot import CorruptSnapshotError, read_snapshot
+from .regular_file import irregular_reason
 from .verify_index import check_segment
 from .verify_report import FindingSink, PartitionSummary
 from .verify_segment import LogScan, scan_log
@@ -80,7 +81,7 @@ def check_partition(
     summary = PartitionSummary(path=str(directory))
     result = PartitionResult(summary)
     try:
-        files = sorted(p for p in directory.iterdir() if p.is_file())
+        files = regular_files(directory, sink)
     except OSError as e:
         sink.error("io-error", directory, f"cannot list the directory: {e.strerror or e}")
         return result
@@ -122,6 +123,20 @@ def check_partition(
     result.topic_id = _check_others(others, sink, deep)
     summary.errors, summary.warnings = sink.count_since(start)
     return result
+
+
+def regular_files(directory: Path, sink: FindingSink) -> list[Path]:
+    """The regular files of ``directory``, sorted; FIFOs, sockets, devices, symlink loops and
+    dangling symlinks are reported (``not-regular-file``) and never opened: opening a FIFO blocks
+    until a writer comes. Subdirectories are left to the caller."""
+    files = []
+    for path in sorted(directory.iterdir()):
+        reason = irregular_reason(path)
+        if reason is not None:
+            sink.error("not-regular-file", path, f"{reason}; Kafka only writes regular files")
+        elif not path.is_dir():
+            files.append(path)
+    return files
 
 
 def _classify(files: list[Path], sink: FindingSink):
@@ -468,8 +483,8 @@ def error_text(e: KafkalogError) -> str:
 def check_json_file(path: Path, sink: FindingSink, code: str) -> None:
     sink.files_checked += 1
     try:
-        json.loads(path.read_bytes())
+        read_json_file(path)  # bounded: size, nesting (never RecursionError)
     except OSError as e:
         sink.error("io-error", path, f"cannot read: {e.strerror or e}")
-    except ValueError as e:
-        sink.error(code, path, f"not valid JSON: {e}")
+    except KafkalogError as e:
+        sink.error(code, path, f"not valid JSON: {error_text(e)}")

@@ -21,14 +21,22 @@ from dataclasses import dataclass, field
 
 from ..errors import CorruptRecordError, InvalidRecordError, KafkalogError
 from ..format import Batch, ControlRecordType, RecordsScan, Tail
-from ..format.constants import CONTROL_FLAG_MASK, MAGIC_VALUE_V2
+from ..format.codecs import decompress
+from ..format.constants import (
+    CONTROL_FLAG_MASK,
+    MAGIC_VALUE_V2,
+    MIN_V2_RECORD_SIZE,
+    RECORDS_OFFSET,
+)
 from ..format.control import decode_control_type
 from ..format.validator_records import v2_compressed_columns, v2_record_columns
 from ..format.validator_scan import V2Header
+from ..format.varint import decode_varint
+from .regular_file import open_regular
 from .verify_report import FindingSink
 from .verify_tail import DEFAULT_MAX_MESSAGE_BYTES, partial_tail_problem
 
-__all__ = ["BatchFacts", "LogScan", "ReadOnlyMap", "scan_log"]
+__all__ = ["BatchFacts", "LogScan", "ReadOnlyMap", "hidden_records_problem", "scan_log"]
 
 _INT32_MAX = 2**31 - 1
 _HEADER = struct.Struct(">qi")  # offset, size: the start of every log entry
@@ -45,7 +53,7 @@ class ReadOnlyMap:
         self._view = memoryview(b"")
 
     def __enter__(self) -> memoryview:
-        with open(self._path, "rb") as f:
+        with open_regular(self._path) as f:
             if os.fstat(f.fileno()).st_size:
                 self._mmap = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
                 self._view = memoryview(self._mmap)
@@ -190,11 +198,69 @@ def _check_v2(batch: Batch, scan: LogScan, sink: FindingSink, *, deep: bool) -> 
             )
         if problem is not None:
             sink.error("batch-header", scan.path, problem, position=position, offset=base)
+        elif count == 0 and batch.is_compressed:
+            if deep or attributes & CONTROL_FLAG_MASK:
+                _check_empty_compressed(batch, base, scan, sink)
         elif attributes & CONTROL_FLAG_MASK:
             _decode_v2(batch, base, last, True, producer_id, scan, sink)
         elif deep and not _records_in_order(batch, header):
             _decode_v2(batch, base, last, False, producer_id, scan, sink)
     return BatchFacts(position, base, last, max_ts)
+
+
+def _check_empty_compressed(batch: Batch, base: int, scan: LogScan, sink: FindingSink) -> None:
+    problem = hidden_records_problem(batch)
+    if problem is not None:
+        code, message = problem
+        sink.error(code, scan.path, message, position=batch.position, offset=base)
+
+
+def hidden_records_problem(batch: Batch) -> tuple[str, str] | None:
+    """For a compressed magic 2 batch whose header says 0 records: ``(finding code, message)``
+    when its compressed section holds records (or does not decompress), else None.
+
+    Kafka's readers return no record for such a batch without decompressing it
+    (DefaultRecordBatch's iterator stops at count 0), so the records are hidden from every
+    consumer; Kafka's rule for records left after ``count`` of them is InvalidRecordException
+    "Incorrect declared batch size, records still remaining". Only their framing is read.
+    """
+    payload = batch.buffer[RECORDS_OFFSET:]
+    if batch.magic != MAGIC_VALUE_V2 or batch.count != 0 or len(payload) == 0:
+        return None
+    try:
+        data = decompress(batch.compression_id, payload, magic=MAGIC_VALUE_V2)
+    except _DECODE_ERRORS as e:
+        return (
+            "record-corrupt",
+            f"records count 0, and the {len(payload)}-byte compressed records section does not "
+            f"decompress: {e.message}",
+        )
+    if not data:
+        return None
+    found, complete = _count_record_frames(data)
+    what = f"{found} records" if complete else f"at least {found} records (then damage)"
+    return (
+        "batch-records-count",
+        f"Incorrect declared batch size, records still remaining: the header's records count is "
+        f"0, but the compressed records section decompresses to {len(data)} bytes holding "
+        f"{what}; Kafka's readers skip them (an empty batch)",
+    )
+
+
+def _count_record_frames(data: bytes) -> tuple[int, bool]:
+    """How many length-prefixed records ``data`` holds, and whether they end exactly at its
+    end (record bodies are not decoded: only their framing)."""
+    pos = found = 0
+    while pos < len(data):
+        try:
+            length, body = decode_varint(data, pos)
+        except CorruptRecordError:
+            return found, False
+        if length < MIN_V2_RECORD_SIZE - 1 or body + length > len(data):
+            return found, False
+        pos = body + length
+        found += 1
+    return found, True
 
 
 def _records_in_order(batch: Batch, header: tuple) -> bool:
