@@ -209,3 +209,50 @@ def test_rebuilt_leader_epochs_follow_the_batches(epochs: list[int]) -> None:
         assert [(e.epoch, e.start_offset) for e in read_leader_epoch_checkpoint(checkpoint)] == (
             expected
         )
+
+
+@pytest.mark.parametrize("damage", ["control type", "marker version"])
+def test_a_marker_producer_state_cannot_take(tmp_path: Path, damage: str) -> None:
+    """A COMMIT marker of an unknown control type (Kafka's EndTransactionMarker: an
+    IllegalArgumentException, which recovery does not catch) or whose value does not decode (an
+    InvalidRecordException from the producer-state rebuild after recovery) stops Kafka from
+    loading the log. The dry run and --apply agree: an error naming the batch, nothing
+    changed."""
+    from crc32c import crc32c
+
+    from kafkalog.format import ControlRecordType
+    from kafkalog.format.builder import build_end_txn_marker_batch
+    from kafkalog.format.validator_types import AppendOrigin
+
+    root = tmp_path / "data"
+    with LogManager(root, writable=True, create=True, clock=MockClock(now_ms=T0)) as manager:
+        (log,) = manager.create_topic("tx", 1)
+        log.append_as_leader(client_batch([b"a"], T0, transactional=True, producer_id=100,
+                                          producer_epoch=0, base_sequence=0))  # fmt: skip
+        marker = build_end_txn_marker_batch(
+            ControlRecordType.COMMIT, producer_id=100, producer_epoch=0, coordinator_epoch=0,
+            timestamp=T0,
+        )  # fmt: skip
+        log.append_as_leader(marker, origin=AppendOrigin.COORDINATOR)
+        log.append_as_leader(client_batch([b"after"], T0 + 1))
+    segment = root / "tx-0" / "00000000000000000000.log"
+    (_, _, size0), (second, _, size1), (third, _, _) = batch_positions(segment)
+    assert (second, third) == (size0, size0 + size1)
+    data = bytearray(segment.read_bytes())
+    # The record's key (length 4: version 0, type 1 = COMMIT), then its value (length 6:
+    # version 0, coordinator epoch 0).
+    key = data.index(b"\x08\x00\x00\x00\x01\x0c\x00\x00", second + 61)
+    if damage == "control type":
+        data[key + 4] = 7
+    else:
+        data[key + 6 : key + 8] = b"\xff\xff"  # version -1
+    struct.pack_into(">I", data, second + 17, crc32c(bytes(data[second + 21 : third])))
+    segment.write_bytes(bytes(data))
+    want = "marker 7" if damage == "control type" else "marker version -1"
+    before = digest(root)
+    for args in (("--json",), ("--apply",)):
+        out, err = run_main("recover", "--full", *args, root, status=1)
+        said = out + err  # --json reports on stdout
+        assert want in said and "Kafka cannot load this log" in said
+        assert f"{segment}, position {second}, offset 1" in said
+    assert digest(root) == before

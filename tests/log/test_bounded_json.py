@@ -111,3 +111,19 @@ def test_non_regular_files_are_refused_unopened(tmp_path) -> None:
     with pytest.raises(NotRegularFileError) as info:
         require_regular_entries(tmp_path)
     assert info.value.filename in {str(fifo), str(loop), str(sock), str(dangling)}
+
+
+def test_clean_shutdown_marker_and_producer_snapshot_are_read_within_bounds(tmp_path) -> None:
+    from kafkalog.log.clean_shutdown import read_clean_shutdown
+    from kafkalog.log.producer_snapshot import CorruptSnapshotError, read_snapshot
+
+    marker = tmp_path / ".kafka_cleanshutdown"
+    marker.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(CorruptCheckpointError, match="nested 100000 deep") as raised:
+        read_clean_shutdown(marker)
+    assert str(marker) in str(raised.value)
+    fifo = tmp_path / "00000000000000000012.snapshot"
+    os.mkfifo(fifo)
+    with pytest.raises(CorruptSnapshotError, match="not a regular file") as raised:
+        read_snapshot(fifo)  # refused unopened: opening a FIFO would block
+    assert str(fifo) in str(raised.value)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 
+from .bounded_json import loads_bounded
 from .checkpoints import read_text_file, write_file_atomically
 from .errors import CorruptCheckpointError
 
@@ -34,10 +35,7 @@ def read_clean_shutdown(path: str | os.PathLike) -> int | None:
     text = read_text_file(path)
     if not text.strip():
         return None
-    try:
-        content = json.loads(text)
-    except ValueError as e:
-        raise CorruptCheckpointError(f"not JSON: {e}", path=where, line=1) from None
+    content = loads_bounded(text, path=where)
     if not isinstance(content, dict):
         raise CorruptCheckpointError(
             f'expected a JSON object {{"version":0,"brokerEpoch":N}}, got {type(content).__name__}',

@@ -17,6 +17,7 @@ from dataclasses import replace
 from ..errors import InvalidRecordError, KafkalogError
 from ..format.constants import ControlRecordType
 from ..format.control import decode_control_type, decode_end_txn_marker
+from ..format.record import Record
 from ..format.validator_types import AppendOrigin
 from .producer_state_entry import BatchMetadata, CompletedTxn, ProducerStateEntry
 
@@ -56,6 +57,24 @@ class TransactionCoordinatorFencedError(KafkalogError, ValueError):
     code = 52  # TRANSACTION_COORDINATOR_FENCED
 
 
+def end_txn_marker(batch) -> tuple[ControlRecordType, int, Record] | None:
+    """(type, coordinator epoch, record) of a control batch's end-transaction marker, None when
+    the cleaner emptied it; InvalidRecordError when it is not a COMMIT or ABORT marker that
+    decodes (producer state cannot take it)."""
+    record = next(iter(batch.records()), None)
+    if record is None:
+        return None
+    control_type = decode_control_type(record.key)
+    if control_type not in (ControlRecordType.ABORT, ControlRecordType.COMMIT):
+        raise InvalidRecordError(
+            f"Invalid control record type for end transaction marker {control_type}",
+            position=batch.position,
+            offset=batch.base_offset,
+        )
+    _, coordinator_epoch = decode_end_txn_marker(record.value)
+    return ControlRecordType(control_type), coordinator_epoch, record
+
+
 class ProducerAppendInfo:
     """One producer's share of an append: checks each batch against ``current_entry`` plus the
     batches already accepted in this append, and accumulates the updated entry.
@@ -90,18 +109,12 @@ class ProducerAppendInfo:
     def append(self, batch, first_offset: int | None = None) -> CompletedTxn | None:
         """Apply one batch (data or control) of this producer; a marker may complete a txn."""
         if batch.is_control:
-            record = next(iter(batch.records()), None)
-            if record is None:  # the cleaner removed the whole transaction: nothing to close
+            marker = end_txn_marker(batch)
+            if marker is None:  # the cleaner removed the whole transaction: nothing to close
                 return None
-            control_type = decode_control_type(record.key)
-            if control_type not in (ControlRecordType.ABORT, ControlRecordType.COMMIT):
-                raise InvalidRecordError(
-                    f"Invalid control record type for end transaction marker {control_type}",
-                    offset=batch.base_offset,
-                )
-            _, coordinator_epoch = decode_end_txn_marker(record.value)
+            control_type, coordinator_epoch, record = marker
             return self.append_end_txn_marker(
-                ControlRecordType(control_type),
+                control_type,
                 coordinator_epoch,
                 producer_epoch=batch.producer_epoch,
                 offset=batch.base_offset,

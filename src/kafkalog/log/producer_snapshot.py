@@ -22,7 +22,10 @@ from pathlib import Path
 
 from ..errors import KafkalogError
 from ..format.crc import crc32c
+from .bounded_json import read_bounded_bytes
+from .errors import CorruptCheckpointError
 from .producer_state_entry import BatchMetadata, ProducerStateEntry
+from .regular_file import NotRegularFileError
 
 __all__ = [
     "SNAPSHOT_SUFFIX",
@@ -41,6 +44,7 @@ __all__ = [
 SNAPSHOT_VERSION = 1
 SNAPSHOT_SUFFIX = ".snapshot"
 _HEADER = struct.Struct(">hIi")  # version, crc, count
+_MAX_SNAPSHOT_BYTES = 256 << 20  # millions of producers' entries: beyond, not a snapshot
 _ENTRY = struct.Struct(">qhiqiqiq")
 _ENTRIES_OFFSET = 6  # where the CRC starts: the count field
 
@@ -166,7 +170,15 @@ def _corrupt(path: str | None, what: str) -> CorruptSnapshotError:
 
 def read_snapshot(path: str | os.PathLike) -> list[ProducerStateEntry]:
     """Read and check one snapshot file."""
-    return decode_snapshot(Path(path).read_bytes(), path=str(path))
+    try:
+        data = read_bounded_bytes(path, max_bytes=_MAX_SNAPSHOT_BYTES)
+    except CorruptCheckpointError as e:  # too big
+        raise CorruptSnapshotError(f"Producer snapshot is unreadable: {e.message}",
+                                   path=str(path)) from None  # fmt: skip
+    except NotRegularFileError as e:  # a FIFO, a socket, a device: never opened
+        raise CorruptSnapshotError(f"Producer snapshot is unreadable: {e.strerror}",
+                                   path=str(path)) from None  # fmt: skip
+    return decode_snapshot(data, path=str(path))
 
 
 def write_snapshot(

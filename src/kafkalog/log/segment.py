@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
+from ..errors import CorruptRecordError, InvalidRecordError
 from ..format import MemoryRecords
 from ..format.constants import NO_TIMESTAMP
 from .clock import Clock
@@ -32,7 +33,7 @@ from .offset_index import OffsetIndex, OffsetPosition
 from .producer_state_entry import CompletedTxn
 from .time_index import TimeIndex, TimestampOffset
 from .txn_index import AbortedTxn, TransactionIndex, TxnIndexSearchResult
-from .valid_prefix import ValidPrefixWalk
+from .valid_prefix import ValidPrefixWalk, marker_error
 
 __all__ = ["FetchDataInfo", "LogOffsetMetadata", "LogSegment", "RollParams"]
 
@@ -389,7 +390,12 @@ class LogSegment:
                     if latest is None or epoch > latest:
                         leader_epoch_cache.assign(epoch, batch.base_offset)
                 if producer_state is not None:
-                    completed = producer_state.replay_batch(batch)
+                    try:
+                        completed = producer_state.replay_batch(batch)
+                    except (CorruptRecordError, InvalidRecordError) as e:
+                        if batch.is_control:
+                            raise marker_error(e, batch, str(self.log.path)) from None
+                        raise e.located(path=str(self.log.path), position=batch.position) from None
                     if completed is not None:
                         self.update_txn_index(*completed)
         self._max_so_far = max_so_far

@@ -8,7 +8,12 @@ batches are kept in order until the first that
 - fails its checks (``ensure_valid``: size and CRC),
 - breaks the offset rule (:func:`kafkalog.format.offsets_rule.check_entry_offsets`: offsets fit
   int64 and increase), or
-- holds an offset the segment cannot index (more than 2^31 - 1 past its base).
+- holds an offset the segment cannot index (more than 2^31 - 1 past its base);
+
+and a transaction marker that producer state cannot take (not a COMMIT or ABORT that decodes)
+raises :class:`MarkerError`: Kafka cannot load such a log (its recovery replays the marker into
+producer state, and so does the producer-state rebuild that follows), so neither recovery nor its
+dry run gets past it.
 
 After iterating, :class:`ValidPrefixWalk` says where the kept bytes end and why the rest goes.
 """
@@ -21,11 +26,18 @@ from typing import TYPE_CHECKING
 from ..errors import CorruptRecordError, InvalidRecordError, KafkalogError
 from ..format.offsets_rule import check_entry_offsets
 from ..format.records import Batch
+from .producer_append_info import end_txn_marker
 
 if TYPE_CHECKING:
     from .segment import LogSegment
 
-__all__ = ["ValidPrefixWalk"]
+__all__ = ["MarkerError", "ValidPrefixWalk", "marker_error"]
+
+
+class MarkerError(KafkalogError, ValueError):
+    """A COMMIT/ABORT marker of a producer that does not decode: no recovery gets past it."""
+
+    code = 87  # INVALID_RECORD
 
 
 class ValidPrefixWalk:
@@ -67,9 +79,11 @@ class ValidPrefixWalk:
                     )
                     self._stop(error, batch, error.message)
                     return
-                yield batch
+                if batch.magic >= 2 and batch.is_control and batch.producer_id >= 0:
+                    _check_marker(batch, str(segment.log.path))
                 self.last_offset = batch.last_offset
                 self.valid_bytes += batch.size_in_bytes
+                yield batch
         except (CorruptRecordError, InvalidRecordError) as e:
             self.error = e.located(path=str(segment.log.path))
             self.reason = f"corrupt framing: {e.message}"
@@ -81,3 +95,21 @@ class ValidPrefixWalk:
         self.error = error.located(path=str(self.segment.log.path))
         self.bad_offset = batch.base_offset if batch.magic >= 2 else batch.last_offset
         self.reason = reason
+
+
+def _check_marker(batch: Batch, path: str) -> None:
+    try:
+        end_txn_marker(batch)
+    except (CorruptRecordError, InvalidRecordError) as e:
+        raise marker_error(e, batch, path) from None
+
+
+def marker_error(error: KafkalogError, batch: Batch, path: str) -> MarkerError:
+    """The error for a producer's marker that producer state cannot take."""
+    return MarkerError(
+        f"a transaction marker that producer state cannot take ({error.message}): Kafka "
+        f"cannot load this log",
+        path=path,
+        position=batch.position,
+        offset=batch.base_offset,
+    )
