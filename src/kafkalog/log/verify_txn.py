@@ -11,30 +11,18 @@ few records, never the data batches.
 from __future__ import annotations
 
 import os
-import struct
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import KafkalogError
 from ..format.batch import RecordBatch
-from ..format.constants import (
-    CONTROL_FLAG_MASK,
-    HEADER_SIZE_UP_TO_MAGIC,
-    LOG_OVERHEAD,
-    MAGIC_OFFSET,
-    MAGIC_VALUE_V2,
-    RECORD_BATCH_OVERHEAD,
-    ControlRecordType,
-)
+from ..format.constants import ControlRecordType
 from ..format.control import decode_control_type
+from ..format.entries import entry_header
 from .naming import LOG_FILE_SUFFIX, log_file, offset_from_file_name, transaction_index_file
 from .verify_segment import ReadOnlyMap
 
 __all__ = ["UnindexedAborts", "abort_markers", "unindexed_aborts"]
-
-_HEADER = struct.Struct(">qi")
-_ATTRIBUTES = struct.Struct(">h")
-_ATTRIBUTES_OFFSET = 21
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,22 +39,21 @@ def abort_markers(path: str | os.PathLike) -> list[int]:
     found: list[int] = []
     with ReadOnlyMap(path) as view:
         pos, end = 0, len(view)
-        while end - pos > HEADER_SIZE_UP_TO_MAGIC:
-            size = _HEADER.unpack_from(view, pos)[1]
-            stop = pos + LOG_OVERHEAD + size
-            if size < 0 or stop > end:
+        while True:
+            try:
+                header = entry_header(view, pos, end)
+            except KafkalogError:
                 break
-            is_v2 = view[pos + MAGIC_OFFSET] == MAGIC_VALUE_V2
-            if is_v2 and stop - pos >= RECORD_BATCH_OVERHEAD:
-                attributes = _ATTRIBUTES.unpack_from(view, pos + _ATTRIBUTES_OFFSET)[0]
-                if attributes & CONTROL_FLAG_MASK:
-                    try:
-                        for record in RecordBatch(view[pos:stop], pos).records():
-                            if decode_control_type(record.key) == ControlRecordType.ABORT:
-                                found.append(record.offset)
-                    except KafkalogError:
-                        break
-            pos = stop
+            if header is None:
+                break
+            if header.control:
+                try:
+                    for record in RecordBatch(view[pos : header.end], pos).records():
+                        if decode_control_type(record.key) == ControlRecordType.ABORT:
+                            found.append(record.offset)
+                except KafkalogError:
+                    break
+            pos = header.end
         del view
     return found
 
