@@ -39,6 +39,7 @@ from .naming import (
 )
 from .producer_state import ProducerStateManager
 from .quarantine import Quarantine
+from .regular_file import require_regular_entries
 from .segment import LogSegment
 
 __all__ = ["LoadResult", "classify_leftovers", "load_segments"]
@@ -54,6 +55,10 @@ class LoadResult:
 
 
 def _files(directory: Path) -> list[Path]:
+    """The regular files of a partition directory. Anything else but a folder (a FIFO, socket or
+    device named like a segment, a symlink loop) is refused by name, unopened: nothing in a
+    partition directory is skipped without a word."""
+    require_regular_entries(directory)
     return sorted(p for p in directory.iterdir() if p.is_file())
 
 
