@@ -171,3 +171,103 @@ def test_missing_file_raises_os_error(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError):
         FileRecords(tmp_path / "nope.log")
     assert not os.path.exists(tmp_path / "nope.log")
+
+
+# -- the descriptor budget (kafkalog.log.file_cache) ----------------------------------------------
+
+
+def _files(tmp_path: Path, n: int, cache) -> list[FileRecords]:
+    out = []
+    for i in range(n):
+        records = FileRecords(tmp_path / f"{i:020d}.log", writable=True, create=True,
+                              file_cache=cache)  # fmt: skip
+        records.append(f"file {i}".encode())
+        out.append(records)
+    return out
+
+
+def test_files_beyond_the_budget_are_closed_and_reopened_transparently(tmp_path: Path) -> None:
+    from kafkalog.log.file_cache import FileCache
+
+    cache = FileCache(8)
+    files = _files(tmp_path, 50, cache)
+    assert cache.open_count <= 8 and cache.evictions >= 42
+    for _ in range(3):  # every file still reads, appends and flushes: reopened by path
+        for i, records in enumerate(files):
+            assert records.read(0, 100).startswith(f"file {i}".encode())
+            records.append(b"!")
+            records.flush()
+            assert cache.open_count <= 8
+    assert all(r.file_size() == len(f"file {i}!!!") for i, r in enumerate(files))
+    for records in files:
+        records.close()
+    assert cache.open_count == 0
+
+
+def test_a_renamed_file_reopens_under_its_new_name(tmp_path: Path) -> None:
+    from kafkalog.log.file_cache import FileCache
+
+    cache = FileCache(8)
+    first, *others = _files(tmp_path, 20, cache)
+    first.rename_to(tmp_path / "renamed.log.deleted")
+    for records in others:  # evicts the renamed one
+        records.read(0, 1)
+    assert not first._file.is_open
+    assert first.read(0, 6) == b"file 0"
+    assert first.path.endswith("renamed.log.deleted")
+
+
+def test_a_deleted_file_is_not_recreated_by_a_reopen(tmp_path: Path) -> None:
+    from kafkalog.log.file_cache import FileCache
+
+    cache = FileCache(8)
+    first, *others = _files(tmp_path, 20, cache)
+    os.unlink(first.path)
+    for records in others:
+        records.read(0, 1)
+    with pytest.raises(FileNotFoundError):
+        first.read(0, 1)
+    assert not os.path.exists(first.path)
+
+
+def test_a_descriptor_in_use_is_never_closed_nor_reused_under_its_reader(tmp_path: Path) -> None:
+    """A window being read (or sent) pins its descriptor: eviction skips it, and closing the
+    file defers the close to the last release, so the number cannot name another file."""
+    from kafkalog.log.file_cache import FileCache
+
+    cache = FileCache(8)
+    files = _files(tmp_path, 8, cache)
+    window = files[0].slice(0, 6)
+    with window.pinned_fd() as fd:
+        for records in _files(tmp_path, 30, cache)[8:]:  # far over the budget
+            records.read(0, 1)
+        assert os.pread(fd, 6, 0) == b"file 0"  # still open, still this file
+        files[0].close()  # the segment closed while its window is being sent
+        for records in files[1:]:
+            records.close()
+        reused = os.open(tmp_path / f"{29:020d}.log", os.O_RDONLY)
+        try:
+            assert reused != fd  # the pinned number was not given to another file
+            assert os.pread(fd, 6, 0) == b"file 0"
+        finally:
+            os.close(reused)
+    with pytest.raises(OSError):
+        os.fstat(fd)  # released: closed now
+
+
+def test_a_detached_window_owns_a_descriptor_outside_the_budget(tmp_path: Path) -> None:
+    from kafkalog.log.file_cache import FileCache
+
+    cache = FileCache(8)
+    files = _files(tmp_path, 8, cache)
+    released = []
+    window = files[0].slice(0, 6).detach(on_close=lambda: released.append(True))
+    files[0].close()
+    os.unlink(files[0].path)  # deleted: the detached window keeps the inode
+    for records in _files(tmp_path, 30, cache)[8:]:
+        records.read(0, 1)
+    assert window.read(0, 6) == b"file 0"
+    assert os.pread(window.fd, 6, 0) == b"file 0"  # a stable descriptor, for sendfile
+    window.close()
+    window.close()
+    assert released == [True]

@@ -688,3 +688,98 @@ def test_a_real_index_copied_and_reopened_writable_keeps_its_entries(tmp_path):
     index.close()
     assert copy.stat().st_size == 8 * (facts["entries"] + 1)
     assert copy.read_bytes()[:-8] == (KAFKA_DATA / name).read_bytes()
+
+
+# -- the descriptor budget (kafkalog.log.file_cache) ----------------------------------------------
+
+
+def test_writable_indexes_beyond_the_budget_are_unmapped_and_mapped_again(tmp_path):
+    """A writable index's map holds a descriptor: it counts in the budget, is unmapped when
+    the least recently used, and mapped again on the next lookup."""
+    from kafkalog.log.file_cache import FileCache
+
+    cache = FileCache(8)
+    indexes = []
+    for i in range(40):
+        base = i * 1000
+        index = OffsetIndex(tmp_path / f"{base:020d}.index", base, writable=True,
+                            max_index_size=4096, file_cache=cache)  # fmt: skip
+        index.append_all([(base + 10 * k, 100 * k) for k in range(1, 50)])
+        index.lookup(base + 55)
+        indexes.append(index)
+        assert cache.open_count <= 8
+    assert sum(ix.is_mapped for ix in indexes) <= 8
+    for _ in range(2):
+        for i, index in enumerate(indexes):
+            base = i * 1000
+            assert index.lookup(base + 55) == OffsetPosition(offset=base + 50, position=500)
+            index.append(base + 1000 - 1, 99_999)
+            index.flush()
+            assert cache.open_count <= 8
+            index.truncate_to(base + 1000 - 1)
+    for index in indexes:
+        index.close()
+        assert index.entries == 49
+    assert cache.open_count == 0
+
+
+def test_an_index_in_use_by_another_thread_is_not_unmapped(tmp_path):
+    import threading
+
+    from kafkalog.log.file_cache import FileCache
+
+    cache = FileCache(8)
+    busy = TimeIndex(tmp_path / "busy.timeindex", 0, writable=True, max_index_size=1200,
+                     file_cache=cache)  # fmt: skip
+    busy.maybe_append(1000, 5)
+    assert busy.lookup(1000).offset == 5 and busy.is_mapped
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with busy._lock:  # as a lookup in progress
+            held.set()
+            release.wait(10)
+
+    t = threading.Thread(target=hold)
+    t.start()
+    held.wait(10)
+    try:
+        others = [OffsetIndex(tmp_path / f"{i:020d}.index", i, writable=True,
+                              max_index_size=80, file_cache=cache) for i in range(20)]  # fmt: skip
+        for other in others:
+            other.append(other.base_offset + 1, 10)
+            other.lookup(other.base_offset + 1)
+        assert busy.is_mapped  # skipped while in use: the budget is exceeded meanwhile
+    finally:
+        release.set()
+        t.join()
+    others[0].lookup(1)  # the next open evicts it now
+    for other in others[1:]:
+        other.lookup(other.base_offset + 1)
+    assert not busy.is_mapped
+    assert busy.lookup(1000).offset == 5  # mapped again
+    for index in [busy, *others]:
+        index.close()
+
+
+def test_transaction_indexes_reopen_after_eviction(tmp_path):
+    from kafkalog.log.file_cache import FileCache
+
+    cache = FileCache(8)
+    indexes = []
+    for i in range(30):
+        txn = TransactionIndex(tmp_path / f"{i:020d}.txnindex", 0, writable=True,
+                               file_cache=cache)  # fmt: skip
+        txn.append(AbortedTxn(producer_id=i, first_offset=0, last_offset=10, last_stable_offset=5))
+        indexes.append(txn)
+    assert cache.open_count <= 8
+    for i, txn in enumerate(indexes):
+        assert [a.producer_id for a in txn] == [i]
+        txn.append(
+            AbortedTxn(producer_id=i, first_offset=11, last_offset=20, last_stable_offset=15)
+        )
+        txn.flush()
+    for txn in indexes:
+        assert [a.last_offset for a in txn.all_aborted_txns()] == [10, 20]
+        txn.close()
+    assert cache.open_count == 0

@@ -23,10 +23,16 @@ SMALL_INTERNAL_TOPICS = (
 
 
 class ServerProcess:
-    def __init__(self, data_dir: Path, *args: str, port: int = 0) -> None:
+    """``open_files``: run the server with this open-files limit, soft and hard (so that the
+    server's raising of the soft limit to the hard one cannot lift it)."""
+
+    def __init__(
+        self, data_dir: Path, *args: str, port: int = 0, open_files: int | None = None
+    ) -> None:
         self.data_dir = data_dir
         self.args = args
         self.port = port
+        self.open_files = open_files
         self.proc: subprocess.Popen | None = None
         self.lines: list[str] = []
 
@@ -38,7 +44,20 @@ class ServerProcess:
         listen = f"127.0.0.1:{self.port}"
         cmd = [sys.executable, "-m", "kafkalog.cli.main", "serve", str(self.data_dir),
                "--listen", listen, *SMALL_INTERNAL_TOPICS, *self.args]  # fmt: skip
-        self.proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, env=dict(os.environ))
+        limit = self.open_files
+
+        def lower_limit() -> None:
+            import resource
+
+            resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
+
+        self.proc = subprocess.Popen(
+            cmd,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=dict(os.environ),
+            preexec_fn=lower_limit if limit is not None else None,
+        )
         ready = threading.Event()
 
         def pump() -> None:

@@ -229,8 +229,9 @@ def test_serve_refuses_a_directory_in_use_and_a_bad_listen_address(server):
     base = [sys.executable, "-m", "kafkalog.cli.main", "serve", str(server.data_dir)]
     locked = subprocess.run([*base, "--listen", "127.0.0.1:0"], capture_output=True, text=True,
                             timeout=60)  # fmt: skip
-    assert locked.returncode == 1
+    assert locked.returncode == 3  # docs/server.md: a locked data directory is exit status 3
     assert "Failed to acquire lock" in locked.stderr
+    assert str(server.data_dir / ".lock") in locked.stderr
     bad = subprocess.run([*base, "--listen", "nowhere"], capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2
     assert "expected HOST:PORT" in bad.stderr

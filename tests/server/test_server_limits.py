@@ -1,18 +1,26 @@
-"""Open-file limits: max.connections fits the descriptors left, accept failures log rarely."""
+"""Open-file limits: the limit is shared between segment files (a budget), fetch answers and
+connections; max.connections fits what is left; accept failures log rarely; a locked data
+directory is exit status 3."""
 
 from __future__ import annotations
 
 import asyncio
 import errno
 import logging
+import subprocess
+import sys
 
 import pytest
 
+from kafkalog.log.dir_lock import DataDirLock
 from kafkalog.server.limits import (
     DESCRIPTOR_MARGIN,
+    MAX_WINDOW_DESCRIPTORS,
+    MIN_FILES_BUDGET,
     AcceptErrorLog,
     effective_max_connections,
     open_descriptors,
+    plan_descriptors,
     raise_open_files_limit,
 )
 
@@ -73,3 +81,37 @@ def test_out_of_descriptor_accept_failures_are_logged_once_per_interval(caplog):
     assert len(ours) == 2 and handler.failures == 1001
     assert "999 more since the last report" in ours[1].getMessage()
     assert any("something else" in r.getMessage() for r in caplog.records if r not in ours)
+
+
+def test_the_limit_is_shared_between_segment_files_fetch_answers_and_connections():
+    plan = plan_descriptors(1024, 20)
+    left = 1024 - 20 - DESCRIPTOR_MARGIN
+    assert plan.windows == left // 8
+    assert plan.files == (left - plan.windows) // 2
+    connections = effective_max_connections(1000, 1024, 20, plan.files + plan.windows)
+    assert connections == left - plan.files - plan.windows >= plan.files
+    assert plan_descriptors(1_048_576, 20).windows == MAX_WINDOW_DESCRIPTORS
+    assert plan_descriptors(1024, 20, files=100).files == 100
+    assert plan_descriptors(100, 90).files == MIN_FILES_BUDGET
+    assert plan_descriptors(None, None).files > 0
+
+
+def test_the_startup_check_counts_the_budget_not_the_segments():
+    # 30,000 segment files: only the budget's 400 count, whatever is open at the moment.
+    assert effective_max_connections(1000, 1024, 30, reserved=400 + 100) == (
+        1024 - 30 - 500 - DESCRIPTOR_MARGIN
+    )
+    with pytest.raises(OSError, match="reserved for segment files") as info:
+        effective_max_connections(1000, 1024, 30, reserved=1000)
+    assert info.value.errno == errno.EMFILE
+
+
+def test_serving_a_locked_data_directory_exits_3_naming_the_lock_file(tmp_path):
+    with DataDirLock(tmp_path):
+        done = subprocess.run(
+            [sys.executable, "-m", "kafkalog.cli.main", "serve", str(tmp_path), "--listen",
+             "127.0.0.1:0"], capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+    assert done.returncode == 3, done.stderr
+    assert str(tmp_path / ".lock") in done.stderr
+    assert "Traceback" not in done.stderr

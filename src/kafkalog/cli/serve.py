@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -52,6 +53,14 @@ def add_parser(commands) -> None:
     p.add_argument("--max-connections-per-ip", type=int, default=1000)
     p.add_argument("--no-sendfile", action="store_true", help="copy fetched records instead")
     p.add_argument(
+        "--max-open-files",
+        type=int,
+        default=None,
+        metavar="N",
+        help="segment and index files open at once; the least recently used are closed and "
+        "reopened on demand (default: half of what the open-files limit leaves)",
+    )
+    p.add_argument(
         "--offsets-topic-num-partitions",
         type=int,
         default=50,
@@ -97,6 +106,7 @@ def run(args: argparse.Namespace) -> int:
         max_connections=args.max_connections,
         max_connections_per_ip=args.max_connections_per_ip,
         sendfile=not args.no_sendfile,
+        max_open_files=args.max_open_files,
         offsets_topic_num_partitions=args.offsets_topic_num_partitions,
         transaction_state_log_num_partitions=args.transaction_state_log_num_partitions,
         extra=dict(args.config),
@@ -105,8 +115,15 @@ def run(args: argparse.Namespace) -> int:
     def ready(broker) -> None:
         print(f"kafkalog serving {broker.host}:{broker.port}", file=sys.stderr, flush=True)
 
+    from ..log.dir_lock import LOCK_FILE_NAME, DataDirLockedError
+
     try:
         asyncio.run(serve(config, ready=ready))
+    except DataDirLockedError as e:  # another broker or kafkalog process holds the directory
+        where = Path(e.path) if e.path else None
+        lock = Path(os.path.realpath(where)) / LOCK_FILE_NAME if where else LOCK_FILE_NAME
+        print(f"kafkalog serve: cannot lock {lock}: {e.message}", file=sys.stderr)
+        return 3
     except KafkalogError as e:
         print(f"kafkalog serve: {e}", file=sys.stderr)
         return 1

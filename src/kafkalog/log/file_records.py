@@ -5,13 +5,21 @@ not the file; each batch is a zero-copy view into its chunk. Appends go through 
 descriptor opened for writing (only when asked: read-only is the default, so a dead broker's disk
 is never changed). A slice (``slice(position, size)``) is a window on the same file, and
 :meth:`FileRecords.send_to` hands a window to ``os.sendfile`` for zero-copy network transfer.
+
+The descriptor is a :class:`~kafkalog.log.file_cache.CachedFile`: opened on demand within the
+process's budget of open segment files, closed when the least recently used beyond it, reopened
+transparently. Every read, write and send pins it for its duration, so it is never closed (and
+its number never reused for another file) under a window in use. :meth:`FileRecords.detach` gives
+a window a duplicate descriptor of its own, outside the budget, for an answer that outlives the
+request (a fetch response being sent).
 """
 
 from __future__ import annotations
 
 import os
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from ..errors import CorruptRecordError, KafkalogError
@@ -23,7 +31,9 @@ from ..format.constants import (
     NO_TIMESTAMP,
     RECORD_BATCH_OVERHEAD,
 )
+from ..format.entries import ENTRY_HEADER, frame_entry
 from ..format.validator_records import v2_record_columns
+from .file_cache import CachedFile, FileCache, PinnedFile
 
 __all__ = ["FileRecords", "LogOffsetPosition", "TimestampAndOffset"]
 
@@ -32,7 +42,6 @@ DEFAULT_READ_CHUNK = 8 << 20
 # is at most index.interval.bytes plus a batch before its target) reads kilobytes, not 8 MiB,
 # while a long scan soon reads in full chunks.
 FIRST_READ = 16 << 10
-_ENTRY_HEADER = struct.Struct(">qi")
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
 _SMALL_BATCH = 32
@@ -69,37 +78,75 @@ class FileRecords:
         create: bool = False,
         start: int = 0,
         end: int | None = None,
-        _fd: int | None = None,
+        _fd: int | CachedFile | PinnedFile | None = None,
         max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
+        file_cache: FileCache | None = None,
     ) -> None:
         self.path = os.fspath(path)
         self.writable = writable
         self._start = start
         self._end = end
-        self._owns_fd = _fd is None
+        self._owns_fd = not isinstance(_fd, (CachedFile, PinnedFile))
         self._max = max_decompressed_size
+        self._owner: FileRecords | None = None
+        self._on_close: Callable[[], None] | None = None
         if _fd is None:
             flags = os.O_RDWR if writable else os.O_RDONLY
             if create:
                 if not writable:
                     raise ValueError("create=True needs writable=True")
                 flags |= os.O_CREAT
-            _fd = os.open(self.path, flags | getattr(os, "O_CLOEXEC", 0), 0o644)
-        self._fd = _fd
+            self._file: CachedFile | PinnedFile = CachedFile(self.path, flags, cache=file_cache)
+        elif isinstance(_fd, (CachedFile, PinnedFile)):
+            self._file = _fd  # a window on its owner's file
+        else:
+            self._file = PinnedFile(self.path, _fd)  # a descriptor this object owns outright
         self._closed = False
         # A writable file has one writer (the data directory's .lock): this object, which keeps
         # its size rather than asking the file system at every append.
         self._size: int | None = (
-            os.fstat(_fd).st_size if writable and end is None and self._owns_fd else None
+            self._fstat_size() if writable and end is None and self._owns_fd else None
         )
 
     # -- size --------------------------------------------------------------------------------------
     @property
     def fd(self) -> int:
-        return self._fd
+        """The descriptor now. A segment file's may be evicted (closed, its number reused) at
+        the next open of another file: hold it only through :meth:`detach`, whose descriptor is
+        the window's own, or within :meth:`pinned_fd`."""
+        f = self._file
+        fd = f.acquire()
+        f.release()
+        return fd
+
+    @contextmanager
+    def pinned_fd(self) -> Iterator[int]:
+        """``with records.pinned_fd() as fd:`` the descriptor, never evicted within the block."""
+        f = self._file
+        fd = f.acquire()
+        try:
+            yield fd
+        finally:
+            f.release()
+
+    def _pread(self, size: int, position: int) -> bytes:
+        f = self._file
+        fd = f.acquire()
+        try:
+            return os.pread(fd, size, position)
+        finally:
+            f.release()
+
+    def _fstat_size(self) -> int:
+        f = self._file
+        fd = f.acquire()
+        try:
+            return os.fstat(fd).st_size
+        finally:
+            f.release()
 
     def file_size(self) -> int:
-        return os.fstat(self._fd).st_size if self._size is None else self._size
+        return self._fstat_size() if self._size is None else self._size
 
     @property
     def start(self) -> int:
@@ -121,27 +168,30 @@ class FileRecords:
             raise ValueError(f"slice position {position} outside [{self._start}, {end}]")
         stop = end if size is None else min(end, position + size)
         window = FileRecords(
-            self.path, start=position, end=stop, _fd=self._fd, max_decompressed_size=self._max
+            self.path, start=position, end=stop, _fd=self._file, max_decompressed_size=self._max
         )
         window._owner = self  # the descriptor's owner lives as long as its windows
         return window
 
-    def detach(self) -> FileRecords:
+    def detach(self, on_close: Callable[[], None] | None = None) -> FileRecords:
         """This window over a duplicate descriptor that the result owns (``close`` releases it).
 
         An answer that outlives the request that built it (a fetch response still being sent)
         must not borrow the segment's descriptor: deleting the topic closes that one, and a
         reused descriptor number would carry another file's bytes. Kafka keeps deleted files
         readable for ``file.delete.delay.ms``; a duplicate keeps the inode until it is closed.
+        The duplicate is not in the segment files' budget (:mod:`.file_cache`); ``on_close`` is
+        called once when it is closed, for the caller's own count.
         """
         window = FileRecords(
             self.path,
             start=self._start,
             end=self.end,
-            _fd=os.dup(self._fd),
+            _fd=self._file.dup(),
             max_decompressed_size=self._max,
         )
         window._owns_fd = True
+        window._on_close = on_close
         return window
 
     # -- reading -----------------------------------------------------------------------------------
@@ -149,7 +199,7 @@ class FileRecords:
         """``size`` bytes from file ``position`` (fewer at the end of the window)."""
         end = self.end
         size = max(0, min(size, end - position))
-        data = os.pread(self._fd, size, position)
+        data = self._pread(size, position)
         if len(data) != size:
             raise KafkalogError(
                 f"short read: {len(data)} of {size} bytes at position {position}",
@@ -171,11 +221,11 @@ class FileRecords:
         while end - pos > HEADER_SIZE_UP_TO_MAGIC:
             want = min(read_size, end - pos)
             read_size = min(read_size * 2, chunk_size)
-            chunk = os.pread(self._fd, want, pos)
+            chunk = self._pread(want, pos)
             if len(chunk) >= LOG_OVERHEAD:
-                size = LOG_OVERHEAD + _ENTRY_HEADER.unpack_from(chunk)[1]
+                size = LOG_OVERHEAD + ENTRY_HEADER.unpack_from(chunk)[1]
                 if len(chunk) < size <= end - pos:  # a big first entry gets a chunk of its own
-                    chunk = os.pread(self._fd, size, pos)
+                    chunk = self._pread(size, pos)
             if not chunk:
                 return
             consumed = 0
@@ -235,12 +285,16 @@ class FileRecords:
         batches' headers in place is cheaper than a view per batch. Anything else (another
         magic, a bad size, a batch past the read) ends the skip: the caller's walk from there
         handles it and raises for what is corrupt."""
-        chunk = os.pread(self._fd, max(0, min(FIRST_READ, self.end - position)), position)
+        chunk = self._pread(max(0, min(FIRST_READ, self.end - position)), position)
         i, n = 0, len(chunk)
         while n - i >= RECORD_BATCH_OVERHEAD:
-            size = LOG_OVERHEAD + _I32.unpack_from(chunk, i + 8)[0]
-            if chunk[i + 16] != MAGIC_VALUE_V2 or size < RECORD_BATCH_OVERHEAD or size > n - i:
+            try:
+                framed = frame_entry(chunk, i, n)  # the one entry framing (format.entries)
+            except CorruptRecordError:
+                break  # the caller's walk from here raises it, with this file's path
+            if framed is None or framed[1] != MAGIC_VALUE_V2:
                 break
+            size = LOG_OVERHEAD + framed[0]
             if timestamps:
                 key = _I64.unpack_from(chunk, i + 35)[0]  # maxTimestamp
             else:  # baseOffset + lastOffsetDelta
@@ -278,21 +332,25 @@ class FileRecords:
         position the first starts at."""
         self._check_writable()
         start = position = self.file_size()
+        f = self._file
+        fd = f.acquire()  # pinned for the whole write
         try:
             for part in parts:
                 view = memoryview(part)
                 written = 0
                 while written < len(view):
-                    written += os.pwrite(self._fd, view[written:], position + written)
+                    written += os.pwrite(fd, view[written:], position + written)
                 position += written
         finally:
+            f.release()
             self._size = position
         return start
 
     def flush(self) -> None:
         """fsync: what was appended survives a power loss once this returns."""
         if self.writable:
-            os.fsync(self._fd)
+            with self.pinned_fd() as fd:
+                os.fsync(fd)
 
     def truncate_to(self, size: int) -> int:
         """Cut the file to ``size`` bytes; returns the bytes removed."""
@@ -306,14 +364,15 @@ class FileRecords:
             )
         if size < current:
             self._size = None  # unknown until the call returns
-            os.ftruncate(self._fd, size)
+            with self.pinned_fd() as fd:
+                os.ftruncate(fd, size)
             self._size = size
         return current - size
 
     def rename_to(self, new_path: str | os.PathLike) -> None:
         """Rename the file (the open descriptor follows it)."""
-        os.replace(self.path, new_path)
-        self.path = os.fspath(new_path)
+        self._file.rename_to(new_path)
+        self.path = self._file.path
 
     # -- zero-copy transfer ------------------------------------------------------------------------
     def send_to(self, out_fd: int, position: int, length: int) -> int:
@@ -321,29 +380,28 @@ class FileRecords:
         end = self.end
         length = max(0, min(length, end - position))
         sent = 0
-        while sent < length:
-            n = os.sendfile(out_fd, self._fd, position + sent, length - sent)
-            if n == 0:
-                break
-            sent += n
+        with self.pinned_fd() as fd:
+            while sent < length:
+                n = os.sendfile(out_fd, fd, position + sent, length - sent)
+                if n == 0:
+                    break
+                sent += n
         return sent
 
     # -- lifecycle ---------------------------------------------------------------------------------
     def close(self) -> None:
+        """Close the file (a window: only the window; its owner's file stays open). A window of
+        this file still being read keeps the descriptor until its read ends."""
         if not self._closed and self._owns_fd:
-            os.close(self._fd)
+            self._file.close()
         self._closed = True
+        on_close, self._on_close = self._on_close, None
+        if on_close is not None:
+            on_close()
 
-    def __del__(self) -> None:
-        # Dropped unclosed (a log abandoned, a writer that died mid-append): the descriptor goes
-        # back as a file object's does, so that a long-lived process neither runs out of
-        # descriptors nor keeps deleted segments' space allocated.
-        if getattr(self, "_owns_fd", False) and not getattr(self, "_closed", True):
-            self._closed = True
-            try:
-                os.close(self._fd)
-            except OSError:
-                pass
+    def drop_descriptor(self) -> None:
+        """Close the descriptor now if unused (the next read or write reopens it)."""
+        self._file.drop()
 
     def __enter__(self) -> FileRecords:
         return self

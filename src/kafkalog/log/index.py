@@ -24,6 +24,12 @@ Files and invariants:
   a page of a freshly preallocated (sparse) file through a map costs milliseconds (the fault
   allocates the block), a ``pwrite`` of the same bytes microseconds; an append's entries go in
   one call.
+- Descriptors: a writable index's map holds one, and so does its writer while open. Both count
+  in the process's budget of open segment files (:mod:`.file_cache`): the map is made on the
+  first read and unmapped when it is the least recently used beyond the budget (never while
+  another thread's operation on the index holds its lock), then mapped again on the next read;
+  the writer is a :class:`~kafkalog.log.file_cache.CachedFile`. A read-only index holds none (a
+  copy of its entries).
 
 Lookup (Kafka's warm-section search): most lookups come from consumers and followers near the
 end of the log, so the last 8 KiB of entries (the "warm" section) is searched first and only
@@ -47,6 +53,7 @@ import numpy as np
 
 from ..errors import CorruptIndexError
 from .errors import IndexOffsetOverflowError
+from .file_cache import CachedFile, FileCache, default_cache
 
 __all__ = ["DEFAULT_MAX_INDEX_SIZE", "AbstractIndex"]
 
@@ -55,6 +62,7 @@ _WARM_SECTION_BYTES = 8192
 _INT32_MAX = 2**31 - 1
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _SCAN_CHUNK_ENTRIES = 8192
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
 
 class _IndexCopy(bytes):
@@ -83,40 +91,46 @@ class AbstractIndex(abc.ABC):
         writable: bool = False,
         max_index_size: int = DEFAULT_MAX_INDEX_SIZE,
         skip_zero_tail: bool = False,
+        file_cache: FileCache | None = None,
     ) -> None:
         self._file = Path(file)
         self._base_offset = base_offset
         self._writable = writable
         self._max_index_size = max_index_size
         self._lock = threading.RLock()
-        self._mmap: mmap.mmap | None = None
-        self._fd = -1  # the descriptor entries are written through, while they are
+        self._mmap: mmap.mmap | _IndexCopy | None = None
+        self._cache = file_cache or default_cache()
+        # The descriptor entries are written through (writable indexes), within the budget.
+        self._writer: CachedFile | None = None
         self._keys: np.ndarray | None = None  # a read-only index's keys, native, when searched
         self._closed = False
-        newly_created = self._map_file()
-        self._max_entries = self._length // self.ENTRY_SIZE
-        self._entries = 0 if newly_created else self._max_entries
-        if skip_zero_tail:
-            self._entries = self.count_valid_entries()
-            if not writable and self._mmap is not None:
-                # Keep only the entries: an untrimmed file is mostly preallocated zeros.
-                kept = self._entries * self.ENTRY_SIZE
-                self._mmap = _IndexCopy(self._mmap[:kept]) if kept else None
-        self._load_last_entry()
+        with self._lock:
+            newly_created = self._map_file()
+            self._max_entries = self._length // self.ENTRY_SIZE
+            self._entries = 0 if newly_created else self._max_entries
+            if skip_zero_tail:
+                self._entries = self.count_valid_entries()
+                if not writable and self._mmap is not None:
+                    # Keep only the entries: an untrimmed file is mostly preallocated zeros.
+                    kept = self._entries * self.ENTRY_SIZE
+                    self._mmap = _IndexCopy(self._mmap[:kept]) if kept else None
+            self._load_last_entry()
 
     # -- opening ------------------------------------------------------------------------------
 
     def _map_file(self) -> bool:
-        """Open and map the file; True when a writable index had to be created."""
+        """Open the file: a read-only index is copied, a writable one created if missing (and
+        mapped on first read, within the process's file budget: see :mod:`.file_cache`).
+        True when a writable index had to be created."""
         newly_created = False
         if not self._writable:
-            fd = os.open(self._file, os.O_RDONLY)
+            fd = os.open(self._file, os.O_RDONLY | _CLOEXEC)
         else:
             try:
-                fd = os.open(self._file, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+                fd = os.open(self._file, os.O_RDWR | os.O_CREAT | os.O_EXCL | _CLOEXEC, 0o644)
                 newly_created = True
             except FileExistsError:
-                fd = os.open(self._file, os.O_RDWR)
+                fd = os.open(self._file, os.O_RDWR | _CLOEXEC)
         try:
             if newly_created:
                 if self._max_index_size < self.ENTRY_SIZE:
@@ -126,11 +140,61 @@ class AbstractIndex(abc.ABC):
                     raise ValueError(f"Invalid max index size: {self._max_index_size}")
                 os.ftruncate(fd, self._round_down(self._max_index_size))
             self._length = os.fstat(fd).st_size
-            self._mmap = self._mmap_fd(fd, self._length)
+            if not self._writable:
+                self._mmap = self._mmap_fd(fd, self._length)
         finally:
             if fd >= 0:
                 os.close(fd)
+        if self._writable:
+            self._writer = CachedFile(self._file, os.O_RDWR, cache=self._cache, open_now=False)
         return newly_created
+
+    def _map(self) -> mmap.mmap | None:
+        """Map a writable index's file (again, after an eviction): the map holds a descriptor,
+        counted in the file budget like an open file."""
+        cache = self._cache
+        cache.make_room()
+        fd = os.open(self._file, os.O_RDWR | _CLOEXEC)
+        try:
+            mapped = self._mmap_fd(fd, self._length)
+        finally:
+            os.close(fd)
+        if mapped is not None:
+            self._mmap = mapped
+            cache.add(self)
+        return mapped
+
+    def _evict(self) -> bool:
+        """Unmap to give the descriptor back (:class:`FileCache`); not while in use: another
+        thread's operation holds the lock, or this thread's own (a buffer may be in hand)."""
+        lock = self._lock
+        if lock._is_owned() or not lock.acquire(blocking=False):
+            return False
+        try:
+            mapped = self._mmap
+            if mapped is None or isinstance(mapped, _IndexCopy):
+                return True
+            try:
+                mapped.close()  # no msync: the pages stay in the page cache (as resize)
+            except BufferError:  # a view of it is alive
+                return False
+            self._mmap = None
+            return True
+        finally:
+            lock.release()
+
+    def _unmap(self) -> None:
+        mapped = self._mmap
+        if mapped is not None:
+            self._mmap = None
+            if not isinstance(mapped, _IndexCopy):
+                self._cache.discard(self)
+            mapped.close()
+
+    @property
+    def is_mapped(self) -> bool:
+        """Whether a writable index's map (and its descriptor) is held now."""
+        return self._mmap is not None and not isinstance(self._mmap, _IndexCopy)
 
     def _mmap_fd(self, fd: int, length: int) -> mmap.mmap | _IndexCopy | None:
         if length == 0:  # mmap refuses empty files; an empty index has nothing to map
@@ -243,10 +307,15 @@ class AbstractIndex(abc.ABC):
     # -- reading --------------------------------------------------------------------------------
 
     def _buffer(self) -> mmap.mmap:
-        if self._closed:
-            raise ValueError(f"{self.KIND} {self._file} is closed")
-        assert self._mmap is not None  # callers check entries > 0 first
-        return self._mmap
+        mapped = self._mmap
+        if mapped is None:
+            if self._closed:
+                raise ValueError(f"{self.KIND} {self._file} is closed")
+            mapped = self._map() if self._writable else None
+            assert mapped is not None  # callers check entries > 0 first
+        elif self._writable:
+            self._cache.touch(self)
+        return mapped
 
     def _check_entry_number(self, n: int) -> None:
         if not 0 <= n < self._entries:
@@ -383,19 +452,14 @@ class AbstractIndex(abc.ABC):
                     f"cannot resize {self.KIND} {self._file} to {rounded} bytes: its "
                     f"{self._entries} entries use {self.size_in_bytes}"
                 )
-            if self._mmap is not None:
-                # No msync: unmapping keeps the written pages in the page cache, and flush()
-                # makes them durable when asked (Kafka's resize does not force either). An msync
-                # here costs an fsync per resize, i.e. two per roll and per recovered segment.
-                self._mmap.close()
-                self._mmap = None
-            fd = self._fd if self._fd >= 0 else os.open(self._file, os.O_RDWR)
-            try:
+            # No msync: unmapping keeps the written pages in the page cache, and flush() makes
+            # them durable when asked (Kafka's resize does not force either). An msync here
+            # costs an fsync per resize, i.e. two per roll and per recovered segment. The file
+            # is mapped again on the next read.
+            self._unmap()
+            assert self._writer is not None
+            with self._writer.use() as fd:
                 os.ftruncate(fd, rounded)
-                self._mmap = self._mmap_fd(fd, rounded)
-            finally:
-                if fd != self._fd:
-                    os.close(fd)
             self._length = rounded
             self._max_entries = rounded // self.ENTRY_SIZE
             return True
@@ -418,39 +482,25 @@ class AbstractIndex(abc.ABC):
         The descriptor is opened on first use and kept until the index is trimmed or closed: only
         the active segment's indexes get entries, and a data directory holds thousands of others.
         """
-        if self._fd < 0:
-            self._fd = os.open(self._file, os.O_RDWR | getattr(os, "O_CLOEXEC", 0))
+        assert self._writer is not None
         position, written = self._entries * self.ENTRY_SIZE, 0
-        while written < len(data):
-            written += os.pwrite(self._fd, data[written:], position + written)
+        with self._writer.use() as fd:
+            while written < len(data):
+                written += os.pwrite(fd, data[written:], position + written)
         self._entries += len(data) // self.ENTRY_SIZE
 
     def _release_writer(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
-
-    def __del__(self) -> None:
-        # Dropped unclosed: the writer's descriptor goes back (the map closes itself).
-        fd = getattr(self, "_fd", -1)
-        if fd >= 0:
-            self._fd = -1
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+        if self._writer is not None:
+            self._writer.drop()
 
     def flush(self) -> None:
         """Make the entries durable (fsync of the file they were written to)."""
         with self._lock:
             if not self._writable or self._closed:
                 return
-            fd = self._fd if self._fd >= 0 else os.open(self._file, os.O_RDWR)
-            try:
+            assert self._writer is not None
+            with self._writer.use() as fd:
                 os.fsync(fd)
-            finally:
-                if fd != self._fd:
-                    os.close(fd)
 
     def close(self) -> None:
         """Trim (writable indexes only) and unmap. Closing twice is harmless."""
@@ -464,12 +514,11 @@ class AbstractIndex(abc.ABC):
     def close_handler(self) -> None:
         """Unmap without trimming (a writable index is msynced first)."""
         with self._lock:
-            if self._mmap is not None:
-                if self._writable:
-                    self._mmap.flush()
-                self._mmap.close()
-                self._mmap = None
-            self._release_writer()
+            if self._mmap is not None and self._writable:
+                self._mmap.flush()
+            self._unmap()
+            if self._writer is not None:
+                self._writer.close()
             self._closed = True
 
     def delete_if_exists(self) -> bool:
@@ -489,14 +538,17 @@ class AbstractIndex(abc.ABC):
         with self._lock:
             self._check_writable("rename")
             target = Path(file)
-            try:
+            if self._writer is not None:
+                self._writer.rename_to(target)
+            else:
                 os.replace(self._file, target)
-            finally:
-                self._file = target
+            self._file = target
 
     def update_parent_dir(self, parent_dir: str | os.PathLike) -> None:
         """Follow a renamed partition directory."""
         self._file = Path(parent_dir) / self._file.name
+        if self._writer is not None:
+            self._writer.path = os.fspath(self._file)
 
     def _corrupt(self, message: str, *, entry: int | None = None) -> CorruptIndexError:
         where = f" (entry {entry})" if entry is not None else ""

@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from .errors import InvalidOffsetError
+from .file_cache import FileCache
 from .index import DEFAULT_MAX_INDEX_SIZE, AbstractIndex
 
 __all__ = ["OffsetIndex", "OffsetPosition"]
@@ -51,6 +52,7 @@ class OffsetIndex(AbstractIndex):
         writable: bool = False,
         max_index_size: int = DEFAULT_MAX_INDEX_SIZE,
         skip_zero_tail: bool = False,
+        file_cache: FileCache | None = None,
     ) -> None:
         self._last_offset = base_offset
         super().__init__(
@@ -59,6 +61,7 @@ class OffsetIndex(AbstractIndex):
             writable=writable,
             max_index_size=max_index_size,
             skip_zero_tail=skip_zero_tail,
+            file_cache=file_cache,
         )
 
     # -- reading --------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from ..format.constants import NO_TIMESTAMP
 from .errors import InvalidOffsetError
+from .file_cache import FileCache
 from .index import DEFAULT_MAX_INDEX_SIZE, AbstractIndex
 
 __all__ = ["TimeIndex", "TimestampOffset"]
@@ -52,6 +53,7 @@ class TimeIndex(AbstractIndex):
         writable: bool = False,
         max_index_size: int = DEFAULT_MAX_INDEX_SIZE,
         skip_zero_tail: bool = False,
+        file_cache: FileCache | None = None,
     ) -> None:
         self._last_entry = TimestampOffset(timestamp=NO_TIMESTAMP, offset=base_offset)
         super().__init__(
@@ -60,6 +62,7 @@ class TimeIndex(AbstractIndex):
             writable=writable,
             max_index_size=max_index_size,
             skip_zero_tail=skip_zero_tail,
+            file_cache=file_cache,
         )
 
     # -- reading --------------------------------------------------------------------------------

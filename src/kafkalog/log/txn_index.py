@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import CorruptIndexError
+from .file_cache import CachedFile, FileCache
 
 __all__ = ["AbortedTxn", "TransactionIndex", "TxnIndexSearchResult"]
 
@@ -72,12 +73,20 @@ class TransactionIndex:
     ``writable=True`` (read-only never creates, writes or truncates the file)."""
 
     def __init__(
-        self, file: str | os.PathLike, start_offset: int, *, writable: bool = False
+        self,
+        file: str | os.PathLike,
+        start_offset: int,
+        *,
+        writable: bool = False,
+        file_cache: FileCache | None = None,
     ) -> None:
         self._file = Path(file)
         self._start_offset = start_offset
         self._writable = writable
-        self._fd: int | None = None
+        self._cache = file_cache
+        # The file's descriptor, opened on demand within the process's file budget; None while
+        # there is no file (it is created on the first append).
+        self._handle: CachedFile | None = None
         self._last_offset: int | None = None
         if self._file.exists():
             self._open()
@@ -85,16 +94,17 @@ class TransactionIndex:
 
     # -- file handling --------------------------------------------------------------------------
 
-    def _open(self) -> int:
-        if self._fd is None:
-            if self._writable:
-                self._fd = os.open(self._file, os.O_RDWR | os.O_CREAT, 0o644)
-            else:
-                self._fd = os.open(self._file, os.O_RDONLY)
-        return self._fd
+    def _open(self) -> CachedFile:
+        if self._handle is None:
+            flags = os.O_RDWR | os.O_CREAT if self._writable else os.O_RDONLY
+            self._handle = CachedFile(self._file, flags, cache=self._cache)
+        return self._handle
 
     def _size(self) -> int:
-        return 0 if self._fd is None else os.fstat(self._fd).st_size
+        if self._handle is None:
+            return 0
+        with self._handle.use() as fd:
+            return os.fstat(fd).st_size
 
     def _check_writable(self, action: str) -> None:
         if not self._writable:
@@ -125,13 +135,15 @@ class TransactionIndex:
     # -- reading --------------------------------------------------------------------------------
 
     def _iter_with_positions(self) -> Iterator[tuple[AbortedTxn, int]]:
-        if self._fd is None:
+        handle = self._handle
+        if handle is None:
             return
-        fd, end = self._fd, self._size()
+        end = self._size()
         position = 0
         while end - position >= ENTRY_SIZE:
             count = min(_READ_CHUNK_ENTRIES, (end - position) // ENTRY_SIZE)
-            chunk = os.pread(fd, count * ENTRY_SIZE, position)
+            with handle.use() as fd:
+                chunk = os.pread(fd, count * ENTRY_SIZE, position)
             for i in range(len(chunk) // ENTRY_SIZE):
                 version, producer_id, first, last, lso = _ENTRY.unpack_from(chunk, i * ENTRY_SIZE)
                 if version != CURRENT_VERSION:
@@ -160,10 +172,11 @@ class TransactionIndex:
 
     def _last_entry_offset(self) -> int | None:
         size = self._size()
-        if size < ENTRY_SIZE or self._fd is None:
+        if size < ENTRY_SIZE or self._handle is None:
             return None
         position = (size // ENTRY_SIZE - 1) * ENTRY_SIZE
-        return _ENTRY.unpack(os.pread(self._fd, ENTRY_SIZE, position))[3]
+        with self._handle.use() as fd:
+            return _ENTRY.unpack(os.pread(fd, ENTRY_SIZE, position))[3]
 
     def all_aborted_txns(self) -> list[AbortedTxn]:
         return list(self)
@@ -214,23 +227,26 @@ class TransactionIndex:
                 f"{self._last_offset} of index {self._file}"
             )
         data = aborted_txn.encode()
-        fd = self._open()
+        handle = self._open()
         size = self._size()
         position = size - size % ENTRY_SIZE  # over a torn partial entry, never after it
         written = 0
-        while written < len(data):
-            written += os.pwrite(fd, data[written:], position + written)
+        with handle.use() as fd:
+            while written < len(data):
+                written += os.pwrite(fd, data[written:], position + written)
         self._last_offset = aborted_txn.last_offset
 
     def flush(self) -> None:
-        if self._fd is not None and self._writable:
-            os.fsync(self._fd)
+        if self._handle is not None and self._writable:
+            with self._handle.use() as fd:
+                os.fsync(fd)
 
     def reset(self) -> None:
         """Remove all entries (the file is emptied, not preallocated)."""
         self._check_writable("reset")
-        if self._fd is not None:
-            os.ftruncate(self._fd, 0)
+        if self._handle is not None:
+            with self._handle.use() as fd:
+                os.ftruncate(fd, 0)
         self._last_offset = None
 
     def truncate_to(self, offset: int) -> None:
@@ -239,24 +255,18 @@ class TransactionIndex:
         new_last: int | None = None
         for txn, position in self._iter_with_positions():
             if txn.last_offset >= offset:
-                assert self._fd is not None
-                os.ftruncate(self._fd, position)
+                assert self._handle is not None
+                with self._handle.use() as fd:
+                    os.ftruncate(fd, position)
                 self._last_offset = new_last
                 return
             new_last = txn.last_offset
 
     def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
-
-    def __del__(self) -> None:
-        # Dropped unclosed: the descriptor goes back, as a file object's does.
-        if getattr(self, "_fd", None) is not None:
-            try:
-                self.close()
-            except OSError:
-                pass
+        # (Dropped unclosed, the descriptor goes back by itself, as a file object's does.)
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
 
     def delete_if_exists(self) -> bool:
         """Close and delete the file; False if it did not exist."""
@@ -273,10 +283,14 @@ class TransactionIndex:
         self._check_writable("rename")
         target = Path(file)
         try:
-            if self._file.exists():
+            if self._handle is not None:
+                self._handle.rename_to(target)
+            elif self._file.exists():
                 os.replace(self._file, target)
         finally:
             self._file = target
 
     def update_parent_dir(self, parent_dir: str | os.PathLike) -> None:
         self._file = Path(parent_dir) / self._file.name
+        if self._handle is not None:
+            self._handle.path = os.fspath(self._file)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import gc
 import logging
 import signal
 import socket
@@ -21,13 +22,16 @@ import threading
 from collections import Counter
 from collections.abc import Callable
 
+from ..log.file_cache import configured_capacity, default_cache
 from .broker import Broker
 from .config import ServerConfig
 from .connection import Connection
 from .limits import (
     AcceptErrorLog,
+    DescriptorPlan,
     effective_max_connections,
     open_descriptors,
+    plan_descriptors,
     raise_open_files_limit,
 )
 
@@ -37,9 +41,15 @@ log = logging.getLogger("kafkalog.server")
 
 
 class Server:
-    def __init__(self, broker: Broker, open_files_limit: int | None = None) -> None:
+    def __init__(
+        self,
+        broker: Broker,
+        open_files_limit: int | None = None,
+        plan: DescriptorPlan | None = None,
+    ) -> None:
         self.broker = broker
         self.open_files_limit = open_files_limit
+        self.plan = plan
         self.max_connections = broker.config.max_connections
         self._server: asyncio.base_events.Server | None = None
         self._tasks: set[asyncio.Task] = set()
@@ -49,8 +59,14 @@ class Server:
     async def start(self) -> None:
         config = self.broker.config
         await self.broker.install_handlers()
+        # Segment files count with their budget, not with what happens to be open now.
+        in_use = open_descriptors()
+        reserved = 0
+        if self.plan is not None and in_use is not None:
+            in_use = max(0, in_use - default_cache().open_count)
+            reserved = self.plan.files + self.plan.windows
         self.max_connections = effective_max_connections(
-            config.max_connections, self.open_files_limit, open_descriptors()
+            config.max_connections, self.open_files_limit, in_use, reserved
         )
         asyncio.get_running_loop().set_exception_handler(AcceptErrorLog())
         self._server = await asyncio.start_server(
@@ -114,8 +130,15 @@ async def serve(
     """Run until SIGTERM/SIGINT (or ``stop`` is set), then shut down cleanly."""
     stop = stop or asyncio.Event()
     limit = raise_open_files_limit()
+    files = config.max_open_files or configured_capacity()  # --max-open-files, else the env
+    plan = plan_descriptors(limit, open_descriptors(), files)
+    default_cache().capacity = plan.files
+    log.info(
+        "open-files limit %s: up to %d segment files open at once, %d for fetch answers",
+        limit, plan.files, plan.windows,
+    )  # fmt: skip
     try:
-        broker = Broker(config)
+        broker = Broker(config, window_descriptors=plan.windows)
     except OSError as e:
         if e.errno not in (errno.EMFILE, errno.ENFILE):
             raise
@@ -124,7 +147,10 @@ async def serve(
             f"out of file descriptors opening the logs (open-files limit {limit}, ulimit -n): "
             f"{e}; raise the limit (ulimit -n, LimitNOFILE=)",
         ) from e
-    server = Server(broker, limit)
+    # The logs loaded live as long as the server: out of the cyclic collector's way, or every
+    # full collection walks all partitions' objects with the event loop stopped.
+    gc.freeze()
+    server = Server(broker, limit, plan)
     try:
         await server.start()
     except BaseException:

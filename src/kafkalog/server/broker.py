@@ -15,6 +15,7 @@ Interface for the coordinators (:mod:`kafkalog.server.coordination`): ``log_mana
 from __future__ import annotations
 
 import asyncio
+import errno
 import importlib
 import inspect
 import logging
@@ -25,12 +26,14 @@ from dataclasses import dataclass, field
 
 from ..errors import KafkalogError
 from ..format.validator_types import AppendOrigin
+from ..log.file_records import FileRecords
 from ..log.log import Log, LogAppendInfo
 from ..log.manager import LogManager
 from ..log.meta_properties import META_PROPERTIES_FILE_NAME, read_meta_properties
 from ..log.naming import TopicPartition
 from .config import ServerConfig
 from .handlers import Handler
+from .limits import MAX_WINDOW_DESCRIPTORS
 
 __all__ = ["INTERNAL_TOPICS", "Broker", "BrokerStats"]
 
@@ -54,13 +57,24 @@ class BrokerStats:
     connections_accepted: int = 0
     connections_rejected: int = 0
     connections_closed_on_error: int = 0
+    copied_windows: int = 0  # fetched windows sent from a copy (no descriptor left for them)
 
 
 class Broker:
     """A single Kafka node over a kafkalog data directory."""
 
-    def __init__(self, config: ServerConfig, *, log_manager: LogManager | None = None) -> None:
+    def __init__(
+        self,
+        config: ServerConfig,
+        *,
+        log_manager: LogManager | None = None,
+        window_descriptors: int = MAX_WINDOW_DESCRIPTORS,
+    ) -> None:
         self.config = config
+        # Descriptors fetch answers may own at once (one per segment window being sent); a
+        # window beyond them is sent from a copy (see own_window).
+        self.window_descriptors = window_descriptors
+        self.windows_held = 0
         self.log_manager = log_manager or LogManager(config.data_dirs, writable=True, create=True)
         self.node_id = config.node_id
         self.host = config.advertised
@@ -68,6 +82,7 @@ class Broker:
         self.stats = BrokerStats()
         self.handlers: dict[int, Handler] = {}
         self._shutdown_hooks: list[Callable] = []
+        self.creating_topics: dict[str, asyncio.Event] = {}  # topics whose creation is under way
         self._data_waiters: set[asyncio.Future] = set()
         self._topic_ids: dict[str, uuid.UUID] = {}
         self._topics_by_id: dict[uuid.UUID, str] = {}
@@ -151,6 +166,25 @@ class Broker:
         )
         self.notify_data()
         return info
+
+    def own_window(self, records: FileRecords) -> FileRecords | bytes:
+        """A fetch answer's segment window that outlives the request: over a descriptor of its
+        own (:meth:`FileRecords.detach`, sent with sendfile) while the allowance lasts, else
+        its bytes (a fetch answer of thousands of partitions must not take a descriptor each)."""
+        if self.windows_held < self.window_descriptors:
+            try:
+                window = records.detach(on_close=self._window_closed)
+            except OSError as e:
+                if e.errno not in (errno.EMFILE, errno.ENFILE):
+                    raise
+            else:
+                self.windows_held += 1
+                return window
+        self.stats.copied_windows += 1
+        return records.read(records.start, records.size_in_bytes())
+
+    def _window_closed(self) -> None:
+        self.windows_held -= 1
 
     def notify_data(self) -> None:
         waiters, self._data_waiters = self._data_waiters, set()

@@ -28,6 +28,9 @@ class ServerConfig:
     sendfile: bool = True  # send fetched records with os.sendfile where the transport allows
     offsets_topic_num_partitions: int = 50  # offsets.topic.num.partitions
     transaction_state_log_num_partitions: int = 50  # transaction.state.log.num.partitions
+    # Segment files (.log, .index, .timeindex, .txnindex) open at once; None: half of what the
+    # open-files limit leaves (kafkalog.server.limits.plan_descriptors).
+    max_open_files: int | None = None
     extra: dict[str, str] = field(default_factory=dict)
 
     @property

@@ -136,8 +136,9 @@ def _read_all(broker: Broker, request: dict, version: int, isolation: str) -> tu
     return responses, budget.used
 
 
-def _own_windows(responses: list) -> None:
-    """Give each segment window its own descriptor, closed once sent (see FileRecords.detach).
+def _own_windows(broker: Broker, responses: list) -> None:
+    """Give each segment window its own descriptor, closed once sent (see FileRecords.detach),
+    or, beyond the broker's allowance of such descriptors, its bytes (Broker.own_window).
 
     Runs with no await between the reads and here, so no DeleteTopics can come in between.
     """
@@ -145,7 +146,7 @@ def _own_windows(responses: list) -> None:
         for entry in topic["partitions"]:
             records = entry.get("records")
             if isinstance(records, FileRecords):
-                entry["records"] = records.detach()
+                entry["records"] = broker.own_window(records)
 
 
 def _unknown_isolation_level(request: dict) -> dict:
@@ -175,7 +176,7 @@ def handlers(broker: Broker) -> dict[int, Handler]:
             left = deadline - time.monotonic()
             errors = any(p.get("error_code") for t in responses for p in t["partitions"])
             if size >= request["min_bytes"] or left <= 0 or errors:
-                _own_windows(responses)
+                _own_windows(broker, responses)
                 return {"error_code": ec.NONE, "session_id": 0, "responses": responses}
             await broker.wait_for_data(left)
             await asyncio.sleep(0)

@@ -1,11 +1,19 @@
-"""Open-file limits: the server's connections, segments and indexes all hold descriptors.
+"""Open-file limits: the server's connections, segment files and fetch answers share them.
 
 At start the soft ``RLIMIT_NOFILE`` is raised to the hard limit (what Kafka's packaging asks
-the operator to set), and ``max.connections`` is capped to what the descriptors left over can
-hold, with a warning, so a full table shows up as refused connections rather than failing
-``accept`` calls, segment rolls or fetch answers. When ``accept`` still runs out (other
-processes, a burst of segment files), asyncio pauses accepting for a second; the log line for it
-is rate-limited here instead of one traceback per attempt.
+the operator to set), and split (:func:`plan_descriptors`) between
+
+- the segment files' budget (:mod:`kafkalog.log.file_cache`): every ``.log``, ``.index``,
+  ``.timeindex`` and ``.txnindex`` is opened on demand and the least recently used closed again
+  beyond it, so any number of partitions is served within the limit;
+- the descriptors fetch answers own while being sent (a duplicate per segment window; windows
+  beyond the allowance are copied instead);
+- connections: ``max.connections`` is capped to what is left, with a warning, so a full table
+  shows up as refused connections rather than failing ``accept`` calls, segment rolls or fetch
+  answers.
+
+When ``accept`` still runs out (other processes), asyncio pauses accepting for a second; the log
+line for it is rate-limited here instead of one traceback per attempt.
 """
 
 from __future__ import annotations
@@ -15,13 +23,16 @@ import errno
 import logging
 import os
 import time
+from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
     "DESCRIPTOR_MARGIN",
     "AcceptErrorLog",
+    "DescriptorPlan",
     "effective_max_connections",
     "open_descriptors",
+    "plan_descriptors",
     "raise_open_files_limit",
 ]
 
@@ -30,6 +41,33 @@ log = logging.getLogger("kafkalog.server")
 # Descriptors kept free beyond connections: segment rolls, fetch answers' windows, checkpoints.
 DESCRIPTOR_MARGIN = 64
 _OUT_OF_DESCRIPTORS = (errno.EMFILE, errno.ENFILE)
+MIN_FILES_BUDGET = 16  # segment files open at once, at the least (below, every read reopens)
+MAX_WINDOW_DESCRIPTORS = 256  # fetch answers' own descriptors, at the most
+DEFAULT_FILES_BUDGET = 4096  # when the limit is unknown
+
+
+@dataclass(frozen=True)
+class DescriptorPlan:
+    """How the open-files limit is shared: ``files`` for segment files (the file cache's
+    budget), ``windows`` for the descriptors fetch answers hold while being sent."""
+
+    files: int
+    windows: int
+
+
+def plan_descriptors(
+    limit: int | None, in_use: int | None, files: int | None = None
+) -> DescriptorPlan:
+    """Share what the limit leaves after ``in_use`` and the margin: an eighth (at most
+    256) for fetch answers' windows, half the rest for segment files (``files`` if given), the
+    other half for connections (:func:`effective_max_connections`)."""
+    if limit is None or in_use is None:
+        return DescriptorPlan(files or DEFAULT_FILES_BUDGET, MAX_WINDOW_DESCRIPTORS)
+    left = max(0, limit - in_use - DESCRIPTOR_MARGIN)
+    windows = min(MAX_WINDOW_DESCRIPTORS, left // 8)
+    if files is None:
+        files = max(MIN_FILES_BUDGET, (left - windows) // 2)
+    return DescriptorPlan(files, windows)
 
 
 def raise_open_files_limit() -> int | None:
@@ -58,23 +96,33 @@ def open_descriptors() -> int | None:
     return None
 
 
-def effective_max_connections(configured: int, limit: int | None, in_use: int | None) -> int:
-    """``max.connections`` capped to the descriptors left; a clear error when none are left."""
+def effective_max_connections(
+    configured: int, limit: int | None, in_use: int | None, reserved: int = 0
+) -> int:
+    """``max.connections`` capped to the descriptors left; a clear error when none are left.
+
+    ``in_use``: descriptors held now other than segment files'; ``reserved``: those set aside
+    for segment files (their budget, however many are open now) and fetch answers' windows.
+    """
     if limit is None or in_use is None:
         return configured
-    room = limit - in_use - DESCRIPTOR_MARGIN
+    room = limit - in_use - reserved - DESCRIPTOR_MARGIN
     if room < 1:
+        held = f"{in_use} descriptors are in use"
+        if reserved:
+            held += f" and {reserved} reserved for segment files and fetch answers"
         raise OSError(
             errno.EMFILE,
-            f"the open-files limit is {limit} (ulimit -n) and the logs already hold {in_use} "
-            f"descriptors, leaving none for connections (keeping {DESCRIPTOR_MARGIN} spare): "
-            "raise the limit (ulimit -n, LimitNOFILE=) or serve fewer partitions",
+            f"the open-files limit is {limit} (ulimit -n) and {held}, leaving none for "
+            f"connections (keeping {DESCRIPTOR_MARGIN} spare): raise the limit (ulimit -n, "
+            "LimitNOFILE=) or lower --max-open-files",
         )
     if room < configured:
         log.warning(
-            "max.connections %d capped to %d: the open-files limit is %d (ulimit -n) and %d "
-            "descriptors are in use; raise the limit to serve more connections",
-            configured, room, limit, in_use,
+            "max.connections %d capped to %d: the open-files limit is %d (ulimit -n), %d "
+            "descriptors are in use and %d reserved for segment files and fetch answers; "
+            "raise the limit to serve more connections",
+            configured, room, limit, in_use, reserved,
         )  # fmt: skip
         return room
     return configured
