@@ -127,3 +127,18 @@ def test_clean_shutdown_marker_and_producer_snapshot_are_read_within_bounds(tmp_
     with pytest.raises(CorruptSnapshotError, match="not a regular file") as raised:
         read_snapshot(fifo)  # refused unopened: opening a FIFO would block
     assert str(fifo) in str(raised.value)
+
+
+def test_segment_files_and_indexes_open_only_regular_files(tmp_path) -> None:
+    from kafkalog.log.file_records import FileRecords
+    from kafkalog.log.offset_index import OffsetIndex
+
+    for name in ("00000000000000000000.log", "00000000000000000000.index"):
+        fifo = tmp_path / name
+        os.mkfifo(fifo)
+        with pytest.raises(NotRegularFileError, match="a FIFO") as raised:
+            if name.endswith(".log"):
+                FileRecords(fifo).read(0, 1)  # opened without blocking, then refused
+            else:
+                OffsetIndex(fifo, 0)
+        assert raised.value.filename == str(fifo)

@@ -30,6 +30,8 @@ from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from .regular_file import open_regular_fd
+
 __all__ = [
     "CachedFile",
     "FileCache",
@@ -40,7 +42,6 @@ __all__ = [
 ]
 
 MIN_CAPACITY = 8
-_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _CREATION_FLAGS = os.O_CREAT | os.O_EXCL | os.O_TRUNC
 
 
@@ -180,7 +181,7 @@ class CachedFile:
                     cache.add(self)
             else:
                 cache._shrink(cache._capacity - 1)
-                fd = os.open(self.path, self._flags | _CLOEXEC, self._mode)
+                fd = open_regular_fd(self.path, self._flags, self._mode)
                 self._flags &= ~_CREATION_FLAGS
                 self._fd = fd
                 cache.add(self)

@@ -54,6 +54,7 @@ import numpy as np
 from ..errors import CorruptIndexError
 from .errors import IndexOffsetOverflowError
 from .file_cache import CachedFile, FileCache, default_cache
+from .regular_file import open_regular_fd
 
 __all__ = ["DEFAULT_MAX_INDEX_SIZE", "AbstractIndex"]
 
@@ -124,7 +125,7 @@ class AbstractIndex(abc.ABC):
         True when a writable index had to be created."""
         newly_created = False
         if not self._writable:
-            fd = os.open(self._file, os.O_RDONLY | _CLOEXEC)
+            fd = open_regular_fd(self._file)
         else:
             try:
                 fd = os.open(self._file, os.O_RDWR | os.O_CREAT | os.O_EXCL | _CLOEXEC, 0o644)

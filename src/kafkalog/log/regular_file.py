@@ -24,6 +24,7 @@ __all__ = [
     "irregular_reason",
     "is_regular_file",
     "open_regular",
+    "open_regular_fd",
     "require_regular_entries",
     "require_regular_file",
 ]
@@ -85,13 +86,12 @@ def is_regular_file(path: str | os.PathLike) -> bool:
         return False
 
 
-def open_regular(path: str | os.PathLike) -> BinaryIO:
-    """``open(path, "rb")`` for a regular file only: checked before the open (so a FIFO or a
-    device is never opened) and on the descriptor after it."""
-    require_regular_file(path)
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+def open_regular_fd(path: str | os.PathLike, flags: int = os.O_RDONLY, mode: int = 0o644) -> int:
+    """``os.open(path, flags, mode)`` for a regular file only: opened without blocking (a FIFO
+    swapped in cannot hang it) and checked on the descriptor; NotRegularFileError otherwise."""
+    extra = getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
-        fd = os.open(path, flags)
+        fd = os.open(path, flags | extra, mode)
     except OSError as e:
         if e.errno == errno.ELOOP:
             raise NotRegularFileError(
@@ -99,15 +99,22 @@ def open_regular(path: str | os.PathLike) -> BinaryIO:
             ) from None
         raise
     try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise _not_regular(path, mode)
+        st_mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(st_mode):
+            raise _not_regular(path, st_mode)
         if hasattr(os, "set_blocking"):
             os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb")
+        return fd
     except BaseException:
         os.close(fd)
         raise
+
+
+def open_regular(path: str | os.PathLike) -> BinaryIO:
+    """``open(path, "rb")`` for a regular file only: checked before the open (so a FIFO or a
+    device is never opened) and on the descriptor after it."""
+    require_regular_file(path)
+    return os.fdopen(open_regular_fd(path), "rb")
 
 
 def irregular_reason(path: str | os.PathLike) -> str | None:
