@@ -23,6 +23,7 @@ from kafkalog.format import (
 )
 from kafkalog.format.constants import ControlRecordType
 from kafkalog.format.control import encode_control_key, encode_end_txn_marker
+from kafkalog.format.offsets_rule import check_entry_offsets
 
 FORCED_PURE = os.environ.get("KAFKALOG_PUREPYTHON", "") not in ("", "0")
 
@@ -68,11 +69,19 @@ def columnar_outcome(buf, kernels: ModuleType, **options) -> tuple:
     return ("ok", rb.to_pylist())
 
 
-def reference_outcome(buf) -> tuple:
-    """record.py/legacy.py through MemoryRecords, as rows shaped like the columnar ones."""
+def reference_outcome(buf, *, check_offset_order: bool = True) -> tuple:
+    """record.py/legacy.py through MemoryRecords, as rows shaped like the columnar ones; with
+    ``check_offset_order``, the offset rule's sequence check applied between entries as a log
+    reader does (offsets_rule.check_entry_offsets; a legacy entry's offsets are its own)."""
     rows = []
+    previous_last = None
     try:
         for batch in MemoryRecords(buf):
+            if check_offset_order:
+                base = batch.base_offset if batch.magic == 2 else batch.offset
+                last = batch.last_offset
+                check_entry_offsets(base, last, previous_last, position=batch.position)
+                previous_last = last
             for r in batch.records():
                 rows.append(
                     {

@@ -142,15 +142,18 @@ def test_hostile_counts_and_lengths_raise_before_allocating(name, count, records
 
 @pytest.mark.parametrize("name", TWINS)
 def test_crc_validation_names_the_batch(name):
-    b = MemoryRecordsBuilder(base_offset=40)
-    b.append(timestamp=1, key=b"k", value=b"value")
-    good = b.build()
-    bad = bytearray(good * 2)
+    batches = []
+    for base in (40, 41):
+        b = MemoryRecordsBuilder(base_offset=base)
+        b.append(timestamp=1, key=b"k", value=b"value")
+        batches.append(b.build())
+    good = batches[0]
+    bad = bytearray(b"".join(batches))
     bad[len(good) + 70] ^= 0x01  # inside the second batch's records
     assert decode(bytes(bad), name).num_rows == 2  # not validated: decodes
     with pytest.raises(CorruptRecordError, match=r"Record is corrupt \(stored crc = \d+") as e:
         decode(bytes(bad), name, validate_crc=True)
-    assert e.value.position == len(good) and e.value.offset == 40
+    assert e.value.position == len(good) and e.value.offset == 41
 
 
 @pytest.mark.parametrize("name", TWINS)
@@ -263,10 +266,13 @@ def test_a_consumer_holding_chunks_gets_a_bounded_number_of_array_sets():
     only POOL_SIZE of them: the rest belong to whoever holds their chunks."""
     from kafkalog.format._columnar_decode import POOL_SIZE
 
-    b = MemoryRecordsBuilder()
-    for i in range(100):
-        b.append(timestamp=i, key=b"k", value=b"v%d" % i)
-    data = b.build() * 10
+    parts = []
+    for base in range(0, 1000, 100):  # ten batches of a log (its offsets increase)
+        b = MemoryRecordsBuilder(base_offset=base)
+        for i in range(100):
+            b.append(timestamp=i, key=b"k", value=b"v%d" % i)
+        parts.append(b.build())
+    data = b"".join(parts)
     dec = fast.ColumnarDecoder()
     kept = list(dec.iter_batches(data, max_rows=100))
     assert len(kept) == 10

@@ -70,9 +70,32 @@ def fuzz_encode(rows, size, codec):
     assert a == fast.encode_columnar(*cols, batch_bytes=size, compression=codec,
                                      kernels=_pure_kernels)
 
+from test_fast_offsets import MAX_LAST, _v2, _wrapper, damaged_logs
+
+@given(buf=damaged_logs(), crc=st.booleans(), order=st.booleans(),
+       hardware=st.sampled_from([0, 1, 2]))
+@settings(max_examples=EXAMPLES // 4, deadline=None, database=None,
+          suppress_health_check=list(HealthCheck))
+def fuzz_offsets(buf, crc, order, hardware):
+    asan.set_crc_hardware(hardware)
+    options = {"validate_crc": crc, "check_offset_order": order}
+    assert columnar_outcome(exact(buf), asan, **options) == columnar_outcome(
+        buf, _pure_kernels, **options)
+
+def crafted_offsets():
+    bufs = [_v2(MAX_LAST, [0, 1], 0, codec) for codec in ("none", "gzip")]
+    bufs += [_wrapper(1, MAX_LAST, [5, 0]), _wrapper(0, 10, [-3, -2]), _wrapper(1, 3, [-4, 0])]
+    for buf in bufs:
+        for crc in (False, True):
+            got = columnar_outcome(exact(buf), asan, validate_crc=crc)
+            assert got[0] == "error" and got == columnar_outcome(buf, _pure_kernels,
+                                                                 validate_crc=crc)
+
 fuzz_decode()
 fuzz_chunks()
 fuzz_encode()
+fuzz_offsets()
+crafted_offsets()
 print("fuzzed clean")
 """
 

@@ -682,18 +682,23 @@ def test_partition_for_key_is_positive_murmur2_modulo_partitions():
         partition_for_key(b"abc", 0)
 
 
-def test_record_timestamps_and_offsets_wrap_as_java_longs():
-    # Kafka computes baseTimestamp + timestampDelta and baseOffset + offsetDelta in Java longs;
-    # a batch whose base is near Long.MAX_VALUE yields wrapped (negative) values, not big ints.
+def test_record_timestamps_wrap_as_java_longs_and_offsets_must_fit_a_log():
+    # Kafka computes baseTimestamp + timestampDelta in Java longs: a batch whose base timestamp
+    # is near Long.MAX_VALUE yields wrapped (negative) timestamps, not big ints. Offsets are the
+    # offset rule's (offsets_rule.py): up to 2^63 - 2 they decode; past it the batch is damaged.
     builder = MemoryRecordsBuilder()
     builder.append(timestamp=0, key=b"k", value=b"v")
     builder.append(timestamp=5, key=b"k", value=b"w")
     raw = bytearray(builder.build())
     long_max = (1 << 63) - 1
-    struct.pack_into(">q", raw, 0, long_max)  # baseOffset
+    struct.pack_into(">q", raw, 0, long_max - 2)  # baseOffset: the last offset is 2^63 - 2
     struct.pack_into(">q", raw, 27, long_max)  # baseTimestamp
     struct.pack_into(">I", raw, 17, calc_crc32c(bytes(raw[21:])))  # the CRC covers attributes on
     batch = only_batch(bytes(raw))
     records = list(batch.records())
     assert [r.timestamp for r in records] == [long_max, -(1 << 63) + 4]
-    assert [r.offset for r in records] == [long_max, -(1 << 63)]
+    assert [r.offset for r in records] == [long_max - 2, long_max - 1]
+    struct.pack_into(">q", raw, 0, long_max)  # baseOffset (outside the CRC)
+    with pytest.raises(CorruptRecordError, match="overflow a 64-bit offset") as e:
+        list(only_batch(bytes(raw)).records())
+    assert e.value.position == 0 and e.value.offset == long_max

@@ -335,6 +335,12 @@ class ColumnarDecoder:
     - ``keep_control``: False drops control batches (transaction markers) unread.
     - ``max_decompressed_size``: the cap per compressed batch (CorruptRecordError past it).
     - ``position_base``: the file position of ``buffer[0]``, for error positions.
+    - ``check_offset_order``: True (the default: ``buffer`` is a log) raises CorruptRecordError
+      where an entry's first offset is not above the previous entry's last offset in
+      ``buffer`` (:mod:`kafkalog.format.offsets_rule`); False for client produce requests, whose
+      batches may all start at offset 0. Either way every entry's offsets must fit a log's
+      (0 to 2^63 - 2: a damaged baseOffset, which the CRC does not cover, raises
+      CorruptRecordError, never ends the walk).
 
     ``kernels`` picks a kernel twin (the differential tests use it); by default the facade's.
     """
@@ -366,6 +372,13 @@ class ColumnarDecoder:
         self._buffers = b
         return b
 
+    def _next_chunk(self, b: _Buffers, view_len: int, max_rows: int) -> _Buffers:
+        """The arrays of the next chunk, carrying the offset rule's memory over from ``b``."""
+        prev = b.state[A.ST_PREV_LAST], b.state[A.ST_HAS_PREV]
+        b = self._acquire(view_len, max_rows)
+        b.state[A.ST_PREV_LAST], b.state[A.ST_HAS_PREV] = prev
+        return b
+
     def decode(self, buffer, **options) -> pa.RecordBatch:
         """All records of ``buffer`` (up to a partial trailing entry) as one record batch."""
         chunks = list(self._chunks(buffer, max_rows=_INT64_MAX, single=True, **options))
@@ -390,13 +403,16 @@ class ColumnarDecoder:
         keep_control: bool = True,
         max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
         position_base: int = 0,
+        check_offset_order: bool = True,
     ) -> Iterator[pa.RecordBatch]:
         view = _view(buffer)
         end = len(view)
-        lo = _INT64_MIN if start_offset is None else start_offset
-        hi = _INT64_MAX if end_offset is None else end_offset
-        flags = (A.FLAG_VALIDATE_CRC if validate_crc else 0) | (
-            A.FLAG_KEEP_CONTROL if keep_control else 0
+        lo = _INT64_MIN if start_offset is None else max(_INT64_MIN, min(start_offset, _INT64_MAX))
+        hi = _INT64_MAX if end_offset is None else max(_INT64_MIN, min(end_offset, _INT64_MAX))
+        flags = (
+            (A.FLAG_VALIDATE_CRC if validate_crc else 0)
+            | (A.FLAG_KEEP_CONTROL if keep_control else 0)
+            | (A.FLAG_CHECK_ORDER if check_offset_order else 0)
         )
         ctx = Context("entries", view, position_base)
         kernels = self._kernels
@@ -419,7 +435,7 @@ class ColumnarDecoder:
                         raise _too_big(full, single) from None
                     yielded = True
                     yield b.to_arrow(self._constants)
-                    b = self._acquire(end, max_rows)
+                    b = self._next_chunk(b, end, max_rows)
                 pos = result[1]
                 continue
             if status == A.DECOMPRESS:
@@ -432,13 +448,13 @@ class ColumnarDecoder:
                         raise _too_big(full, single) from None
                     yielded = True
                     yield b.to_arrow(self._constants)
-                    b = self._acquire(end, max_rows)
+                    b = self._next_chunk(b, end, max_rows)
                     pos = result[1]
                 continue
             if status == A.ROWS_FULL:
                 yielded = True
                 yield b.to_arrow(self._constants)
-                b = self._acquire(end, max_rows)
+                b = self._next_chunk(b, end, max_rows)
                 pos = result[1]
                 continue
             # END or RANGE_END: a last chunk, or one empty batch (with the schema) if none came
@@ -459,7 +475,7 @@ class ColumnarDecoder:
                 _,
                 _,
                 attributes,
-                _,
+                last_delta,
                 base_ts,
                 max_ts,
                 producer_id,
@@ -506,6 +522,7 @@ class ColumnarDecoder:
             if r[0] == A.ERROR:
                 ctx = Context("v2", data, batch_position=where, batch_offset=base_offset)
                 raise kernel_error(r, ctx)
+            _passed(b, base_offset + last_delta)
             return pos + 12 + length
         offset, size = _ENTRY.unpack_from(view, pos)
         attributes = view[pos + 17]
@@ -533,7 +550,15 @@ class ColumnarDecoder:
         if r[0] == A.ERROR:
             ctx = Context("legacy", data, batch_position=where, batch_offset=offset)
             raise kernel_error(r, ctx)
+        _passed(b, offset)
         return pos + 12 + size
+
+
+def _passed(b: _Buffers, last: int) -> None:
+    """The offset rule's memory after an entry the driver decoded (the walk checked its offsets
+    before handing it over): the next entry must start above ``last``."""
+    b.state[A.ST_PREV_LAST] = last
+    b.state[A.ST_HAS_PREV] = 1
 
 
 def _too_big(full: _ChunkFull, single: bool) -> ValueError:

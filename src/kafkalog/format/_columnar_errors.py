@@ -22,6 +22,7 @@ from ..errors import (
     UnsupportedCompressionTypeError,
 )
 from . import _kernel_abi as A
+from .offsets_rule import check_batch_header, decrease_error, range_error
 
 __all__ = ["Context", "kernel_error"]
 
@@ -146,12 +147,35 @@ def _legacy_message(code: int, a: int, b: int, c: int, wrapper: int) -> tuple[ty
 
 
 _LEGACY_CODES = frozenset(range(A.E_CRC, A.E_WRAPPER_OFFSET + 1))
+_OFFSET_CODES = frozenset((A.E_OFFSETS, A.E_OFFSET_ORDER, A.E_INNER_OFFSETS))
+
+
+def _offsets_error(code: int, a: int, b: int, c: int, position: int, offset: int):
+    """offsets_rule's error for an E_OFFSETS, E_OFFSET_ORDER or E_INNER_OFFSETS result, or None
+    for another code; ``offset`` is the wrapper's for E_INNER_OFFSETS (and then the error's)."""
+    if code == A.E_OFFSETS:
+        return range_error(a, a + b, position=position)
+    if code == A.E_OFFSET_ORDER:
+        return decrease_error(a, b, position=position)
+    if code == A.E_INNER_OFFSETS:
+        shift = offset - c  # absolute inner offset = inner + wrapper offset - c
+        return range_error(a + shift, b + shift, position=position, offset=offset)
+    return None
 
 
 def kernel_error(result: tuple, ctx: Context) -> KafkalogError:
     """The exception for a kernel's ERROR result in context ``ctx``."""
     _, pos, code, a, b, c, entry_pos = result
     data = ctx.data
+    if code in _OFFSET_CODES:  # the offset rule: the entry's (or batch's) position and offset
+        if ctx.kind == "entries":
+            where, offset = ctx.position_base + entry_pos, a
+        else:
+            where, offset = ctx.batch_position, ctx.batch_offset
+        error = _offsets_error(code, a, b, c, where, offset)
+        if error is None:
+            raise AssertionError(f"kernel error {code} with offsets in range: {result}")
+        return error
     if ctx.kind == "entries":
         p = ctx.position_base + pos
         if code == A.E_ENTRY_SIZE:
@@ -172,6 +196,12 @@ def kernel_error(result: tuple, ctx: Context) -> KafkalogError:
             )
         entry = ctx.position_base + entry_pos
         entry_offset = _offset_at(data, entry_pos)
+        if code == A.E_BATCH_HEADER:  # offsets_rule words it (compressed: no size rule here)
+            try:
+                check_batch_header(entry_offset, a, b, 0, True, position=entry)
+            except KafkalogError as e:
+                return e
+            raise AssertionError(f"kernel error {code} for a consistent header: {result}")
         if code == A.E_COUNT_NEGATIVE:
             return InvalidRecordError(
                 f"Found invalid record count {a} in batch at position {entry}",

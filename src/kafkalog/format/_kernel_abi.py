@@ -15,7 +15,7 @@ exceptions, so both twins raise identical errors.
 
 from __future__ import annotations
 
-ABI_VERSION = 8
+ABI_VERSION = 10
 
 # -- output slots (sink arrays, in this order) ---------------------------------------------------
 OFFSET = 0  # int64[R]
@@ -58,7 +58,13 @@ ST_HVAL_NULLS = 8
 # its array has not been written (the driver makes a constant array); clear: the array holds it.
 ST_SHARED = 9
 ST_SHARED_VALUES = 10
-STATE_SIZE = 17
+# The offset rule's memory (kafkalog.format.offsets_rule): the last offset of the entry before the
+# one the walk resumes at, and whether there is one (0 at a walk's start). The walk keeps them up
+# to date as it moves past entries; the driver sets them after an entry it decoded itself
+# (DECOMPRESS) and carries them into a new chunk's state.
+ST_PREV_LAST = 17
+ST_HAS_PREV = 18
+STATE_SIZE = 19
 
 # -- batch-level columns, by their bit in ST_SHARED -----------------------------------------------
 B_TIMESTAMP_TYPE = 0
@@ -100,6 +106,10 @@ GROW_HVAL_DATA = 5
 # CRC-32 (inner messages of compressed wrappers included) before anything else of it: E_CRC.
 FLAG_VALIDATE_CRC = 1
 FLAG_KEEP_CONTROL = 2
+# With FLAG_CHECK_ORDER the entry walk also checks that each entry's first offset is above the
+# previous entry's last offset (E_OFFSET_ORDER): a log's offsets increase. Off for client produce
+# requests. The range of each entry's offsets (E_OFFSETS, E_INNER_OFFSETS) is always checked.
+FLAG_CHECK_ORDER = 4
 
 # -- error rules (a, b, c are the values each message needs) -------------------------------------
 E_ENTRY_SIZE = 1  # a=size, b=offset
@@ -130,6 +140,15 @@ E_INNER_MAGIC = 25  # a=inner magic, b=wrapper magic
 E_INNER_NESTED = 26
 E_INNER_EMPTY = 27
 E_WRAPPER_OFFSET = 28  # a=wrapper offset, b=last inner offset
+# The offset rule (offsets_rule.py); an entry's last offset must be at most 2^63 - 2:
+E_OFFSETS = 29  # a=base offset, b=delta: offsets a..a+b (a v2 batch's or one record's) overflow,
+#                 or a < 0 (a legacy entry: a=its offset, b=0)
+E_OFFSET_ORDER = 30  # a=base offset, b=the previous entry's last offset (FLAG_CHECK_ORDER)
+E_INNER_OFFSETS = 31  # a=lowest, b=highest inner offset of a legacy wrapper's set, c=the inner
+#                       offset that maps to the wrapper offset (absolute = inner + wrapper - c;
+#                       c=the wrapper offset when inner offsets are absolute): out of range
+E_BATCH_HEADER = 32  # a=lastOffsetDelta, b=recordsCount: a v2 header that disagrees with itself
+#                      (offsets_rule.check_batch_header: delta < 0, or count > delta + 1)
 
 # Varint fields named in E_VARINT_* messages, by index (record.py's words).
 VARINT_FIELDS = (

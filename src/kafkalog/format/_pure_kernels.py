@@ -53,6 +53,8 @@ ABI_VERSION = A.ABI_VERSION
 _M64 = 0xFFFFFFFFFFFFFFFF
 _I32_MAX = (1 << 31) - 1
 _I64_MAX = (1 << 63) - 1
+_I64_MIN = -(1 << 63)
+_MAX_LAST = _I64_MAX - 1  # offsets_rule.MAX_LAST_OFFSET: a log's next offset must fit int64
 
 
 def _wrap64(x: int) -> int:
@@ -210,7 +212,9 @@ def _records_v2(
         h_count, pos = _read32(buf, pos, body_end, A.F_HEADER_COUNT)
         if h_count < 0:
             raise _err(A.E_HEADERS_NEGATIVE, pos, h_count)
-        offset = _wrap64(base_offset + offset_delta)
+        offset = base_offset + offset_delta
+        if offset < _I64_MIN:
+            offset = _wrap64(offset)
         keep = start_offset <= offset < end_offset
         if h_count:
             if h_count * 2 > body_end - pos:
@@ -243,6 +247,8 @@ def _records_v2(
                     nh += 1
         if pos != body_end:
             raise _err(A.E_RECORD_PAYLOAD, record_start, length, pos - (body_end - length))
+        if offset > _MAX_LAST:  # the offset rule, once the record is read (as record.py)
+            raise _err(A.E_OFFSETS, record_start, base_offset, offset_delta)
         if not keep:
             continue
         if k_len >= 0:
@@ -442,9 +448,12 @@ def decode_entries(
         result = _walk_entries(sink, buf, pos, end, start_offset, end_offset, max_rows, flags)
         if result[0] != A.DECOMPRESS or inflate is None or buf[result[1] + 16] != 2:
             return result
-        pos = _inflate_v2_batch(sink, buf, result[1], start_offset, end_offset, inflate, max_size)
+        at = result[1]
+        pos = _inflate_v2_batch(sink, buf, at, start_offset, end_offset, inflate, max_size)
         if not pos:
             return result
+        st = sink.views[A.STATE]  # the offset rule: the walk checked this batch's offsets
+        st[A.ST_PREV_LAST], st[A.ST_HAS_PREV] = _be(buf, at, 8) + _be(buf, at + 23, 4), 1
 
 
 def _batch_header(buf, pos: int) -> tuple:
@@ -498,6 +507,7 @@ def _walk_entries(
     st = v[A.STATE]
     validate = flags & A.FLAG_VALIDATE_CRC
     keep_control = flags & A.FLAG_KEEP_CONTROL
+    check_order = flags & A.FLAG_CHECK_ORDER
     while True:
         if end - pos <= 17:
             return (A.END, pos, 0, 0, 0, 0, pos)
@@ -514,6 +524,14 @@ def _walk_entries(
             return (A.ERROR, pos, A.E_BATCH_SIZE, size + 12, offset, 0, pos)
         if st[A.ST_ROWS] >= max_rows:
             return (A.ROWS_FULL, pos, 0, 0, 0, 0, pos)
+        # The offset rule (offsets_rule.py), before anything else of the entry: its offsets fit
+        # (the baseOffset is outside the CRC), and with check_order follow the previous entry's.
+        delta = _be(buf, pos + 23, 4) if magic == 2 else 0
+        last = offset + delta
+        if offset < 0 or offset > _MAX_LAST or last > _MAX_LAST:
+            return (A.ERROR, pos, A.E_OFFSETS, offset, delta, 0, pos)
+        if check_order and st[A.ST_HAS_PREV] and offset <= st[A.ST_PREV_LAST]:
+            return (A.ERROR, pos, A.E_OFFSET_ORDER, offset, st[A.ST_PREV_LAST], 0, pos)
         entry_end = pos + 12 + size
         saved = _save(sink)
         try:
@@ -521,10 +539,8 @@ def _walk_entries(
                 if offset >= end_offset:
                     return (A.RANGE_END, pos, 0, 0, 0, 0, pos)
                 attributes = _be(buf, pos + 21, 2)
-                last = _wrap64(offset + _be(buf, pos + 23, 4))
-                if last < start_offset or (attributes & 0x20 and not keep_control):
-                    pos = entry_end
-                    continue
+                # Batches left out (before the range, control batches not kept) are checked as
+                # the others are: their CRC and header, as Kafka's consumer checks every batch.
                 if validate:
                     stored = _be(buf, pos + 17, 4, signed=False)
                     computed = crc32c(buf[pos + 21 : entry_end])
@@ -533,11 +549,14 @@ def _walk_entries(
                 count = _be(buf, pos + 57, 4)
                 if count < 0:
                     return (A.ERROR, pos, A.E_COUNT_NEGATIVE, count, 0, 0, pos)
-                if attributes & 0x07:
-                    if count:
-                        return (A.DECOMPRESS, pos, 0, 0, 0, 0, pos)
+                if delta < 0 or count > delta + 1:
+                    return (A.ERROR, pos, A.E_BATCH_HEADER, delta, count, 0, pos)
+                if last < start_offset or (attributes & 0x20 and not keep_control):
+                    st[A.ST_PREV_LAST], st[A.ST_HAS_PREV] = last, 1
                     pos = entry_end
                     continue
+                if attributes & 0x07:  # even with a count of 0: hidden records are found
+                    return (A.DECOMPRESS, pos, 0, 0, 0, 0, pos)
                 fields = _batch_header(buf, pos)
                 _records_v2(sink, buf, pos + 61, entry_end, *fields, start_offset, end_offset)
             else:
@@ -548,6 +567,7 @@ def _walk_entries(
                 if codec == 0 and offset >= end_offset:
                     return (A.RANGE_END, pos, 0, 0, 0, 0, pos)
                 if offset < start_offset:
+                    st[A.ST_PREV_LAST], st[A.ST_HAS_PREV] = last, 1
                     pos = entry_end
                     continue
                 if validate:
@@ -570,6 +590,7 @@ def _walk_entries(
                 _restore(sink, saved)
                 return (status, pos, code, a, b, c, pos)
             return (status, p, code, a, b, c, pos)
+        st[A.ST_PREV_LAST], st[A.ST_HAS_PREV] = last, 1
         pos = entry_end
 
 
@@ -713,6 +734,7 @@ def decode_legacy_set(
     end = len(data)
     pos = 0
     inner = []
+    lowest, highest = _I64_MAX, _I64_MIN
     while pos < end:
         if end - pos < 12:
             return (A.ERROR, pos, A.E_INNER_STRAY, end - pos, 0, 0, 0)
@@ -726,22 +748,29 @@ def decode_legacy_set(
             return (A.ERROR, pos, A.E_LEGACY_MSG_SIZE, size, magic, 0, 0)
         if data[pos + 17] & 0x07:
             return (A.ERROR, pos, A.E_INNER_NESTED, 0, 0, 0, 0)
-        inner.append((pos, pos + 12 + size))
+        inner_offset = _be(data, pos, 8)
+        lowest, highest = min(lowest, inner_offset), max(highest, inner_offset)
+        inner.append((pos, pos + 12 + size, inner_offset))
         pos += 12 + size
     if not inner:
         return (A.ERROR, 0, A.E_INNER_EMPTY, 0, 0, 0, 0)
     base = 0
+    anchor = wrapper_offset  # the inner offset that maps to the wrapper offset
     if magic > 0:
-        last_inner = _be(data, inner[-1][0], 8)
+        last_inner = inner[-1][2]
         if wrapper_offset != 0:
             if wrapper_offset < last_inner:
                 return (A.ERROR, 0, A.E_WRAPPER_OFFSET, wrapper_offset, last_inner, 0, 0)
             base = wrapper_offset - last_inner
+            anchor = last_inner
+    # the offset rule: the absolute inner offsets fit a log's (E_INNER_OFFSETS)
+    if base + lowest < 0 or base + highest > _MAX_LAST:
+        return (A.ERROR, 0, A.E_INNER_OFFSETS, lowest, highest, anchor, 0)
     log_append = magic > 0 and wrapper_attributes & 0x08
     saved = _save(sink)
     try:
-        for p, e in inner:
-            offset = _wrap64(base + _be(data, p, 8))
+        for p, e, inner_offset in inner:
+            offset = base + inner_offset
             if flags & A.FLAG_VALIDATE_CRC:
                 _legacy_crc(data, p, e)
             if magic == 0:

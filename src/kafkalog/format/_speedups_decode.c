@@ -123,6 +123,7 @@ static void decode_entries_impl(SinkObject *s, const uint8_t *b, Py_ssize_t pos,
                                 result_t *r) {
     int64_t *st = s->p[S_STATE];
     const int validate = flags & FLAG_VALIDATE_CRC, keep_control = flags & FLAG_KEEP_CONTROL;
+    const int check_order = flags & FLAG_CHECK_ORDER;
     int64_t saved[STATE_SIZE];
     for (;;) {
         r->status = END; r->pos = pos; r->code = 0; r->a = r->b = r->c = 0; r->entry_pos = pos;
@@ -138,32 +139,49 @@ static void decode_entries_impl(SinkObject *s, const uint8_t *b, Py_ssize_t pos,
             return;
         }
         if (st[ST_ROWS] >= max_rows) { r->status = ROWS_FULL; return; }
+        /* The offset rule (offsets_rule.py), before anything else of the entry: its offsets fit
+         * (the baseOffset is outside the CRC), and with check_order follow the previous one's. */
+        const int32_t delta = magic == 2 ? be32(b + pos + 23) : 0;
+        if (offset < 0 || offset > MAX_LAST_OFFSET || (delta > 0 && offset > MAX_LAST_OFFSET - delta)) {
+            r->status = ERROR; r->code = E_OFFSETS; r->a = offset; r->b = delta;
+            return;
+        }
+        const int64_t last = offset + delta; /* exact: checked above */
+        if (check_order && st[ST_HAS_PREV] && offset <= st[ST_PREV_LAST]) {
+            r->status = ERROR; r->code = E_OFFSET_ORDER; r->a = offset; r->b = st[ST_PREV_LAST];
+            return;
+        }
         Py_ssize_t entry_end = pos + 12 + (Py_ssize_t)size;
         memcpy(saved, st, sizeof(saved));
         int rc = 0;
         if (magic == 2) {
             if (offset >= end_off) { r->status = RANGE_END; return; }
             int attributes = be16(b + pos + 21);
-            int64_t last = wadd(offset, be32(b + pos + 23));
-            if (last < start_off || ((attributes & 0x20) && !keep_control)) {
-                pos = entry_end;
-                continue;
-            }
             int32_t count = be32(b + pos + 57);
             uint32_t stored = (uint32_t)be32(b + pos + 17);
+            /* Batches left out (before the range, or control batches not kept) are checked as
+             * the others are: their CRC and header, as Kafka's consumer checks every batch. */
+            const int skip = last < start_off || ((attributes & 0x20) && !keep_control);
             /* The CRC comes before anything else of the batch. An uncompressed batch's records
              * are decoded with the CRC computed behind the walk (see CRC_STEP), then its rows
              * are taken back if it fails; any other batch is checked first. */
-            int follow = validate && count >= 0 && !(attributes & 0x07);
+            const int header_ok = count >= 0 && delta >= 0 && (int64_t)count <= (int64_t)delta + 1;
+            int follow = validate && !skip && header_ok && !(attributes & 0x07);
             if (validate && !follow &&
                 !crc_matches(stored, kl_crc32c(b + pos + 21, entry_end - pos - 21), pos, r))
                 return;
             if (count < 0) { r->status = ERROR; r->code = E_COUNT_NEGATIVE; r->a = count; return; }
-            if (attributes & 0x07) {
-                if (count) { r->status = DECOMPRESS; return; }
+            if (!header_ok) {
+                r->status = ERROR; r->code = E_BATCH_HEADER; r->a = delta; r->b = count;
+                return;
+            }
+            if (skip) {
+                st[ST_PREV_LAST] = last; st[ST_HAS_PREV] = 1;
                 pos = entry_end;
                 continue;
             }
+            /* Compressed, even with a count of 0: records hidden behind it are found inflated. */
+            if (attributes & 0x07) { r->status = DECOMPRESS; return; }
             batch_t bt = batch_header(b, pos, start_off, end_off);
             crc_run_t crc = {0xFFFFFFFFu, pos + 21};
             if (follow) bt.crc = &crc;
@@ -184,7 +202,11 @@ static void decode_entries_impl(SinkObject *s, const uint8_t *b, Py_ssize_t pos,
             }
             int attributes = b[pos + 17], codec = attributes & 0x07;
             if (codec == 0 && offset >= end_off) { r->status = RANGE_END; return; }
-            if (offset < start_off) { pos = entry_end; continue; }
+            if (offset < start_off) {
+                st[ST_PREV_LAST] = last; st[ST_HAS_PREV] = 1;
+                pos = entry_end;
+                continue;
+            }
             if (validate && codec) rc = kl_legacy_crc(b, pos, entry_end, r);
             if (!rc) {
                 int64_t ts = -1;
@@ -226,6 +248,7 @@ static void decode_entries_impl(SinkObject *s, const uint8_t *b, Py_ssize_t pos,
             r->entry_pos = pos;
             return;
         }
+        st[ST_PREV_LAST] = last; st[ST_HAS_PREV] = 1;
         pos = entry_end;
     }
 }
@@ -316,6 +339,10 @@ PyObject *kl_decode_entries(PyObject *mod, PyObject *const *args, Py_ssize_t nar
             return NULL;
         }
         if (!next) break;
+        /* the offset rule: the walk checked this batch's offsets; the next entry follows them */
+        int64_t *st = s->p[S_STATE];
+        st[ST_PREV_LAST] = be64(b + r.pos) + be32(b + r.pos + 23);
+        st[ST_HAS_PREV] = 1;
         pos = next;
     }
     PyBuffer_Release(&in);

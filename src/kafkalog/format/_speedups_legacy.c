@@ -92,6 +92,7 @@ void kl_legacy_set(SinkObject *s, const uint8_t *b, Py_ssize_t end, int64_t wrap
                    int magic, int wrapper_attributes, int64_t wrapper_ts, int64_t start_off,
                    int64_t end_off, int flags, result_t *r) {
     Py_ssize_t pos = 0, n_inner = 0, last_pos = 0;
+    int64_t lowest = INT64_MAX, highest = INT64_MIN;
     r->entry_pos = 0;
     while (pos < end) {
         if (end - pos < 12) {
@@ -118,12 +119,15 @@ void kl_legacy_set(SinkObject *s, const uint8_t *b, Py_ssize_t end, int64_t wrap
             r->status = ERROR; r->pos = pos; r->code = E_INNER_NESTED;
             return;
         }
+        int64_t inner_offset = be64(b + pos);
+        if (inner_offset < lowest) lowest = inner_offset;
+        if (inner_offset > highest) highest = inner_offset;
         n_inner++;
         last_pos = pos;
         pos += 12 + (Py_ssize_t)size;
     }
     if (!n_inner) { r->status = ERROR; r->pos = 0; r->code = E_INNER_EMPTY; return; }
-    int64_t base = 0;
+    int64_t base = 0, anchor = wrapper_offset; /* the inner offset that maps to the wrapper's */
     if (magic > 0) {
         int64_t last_inner = be64(b + last_pos);
         if (wrapper_offset != 0) {
@@ -133,7 +137,16 @@ void kl_legacy_set(SinkObject *s, const uint8_t *b, Py_ssize_t end, int64_t wrap
                 return;
             }
             base = wsub(wrapper_offset, last_inner);
+            anchor = last_inner;
         }
+    }
+    /* the offset rule: the absolute inner offsets (inner + wrapper - anchor, exact) fit a log's */
+    __extension__ typedef __int128 i128;
+    const i128 shift = (i128)wrapper_offset - anchor;
+    if (shift + lowest < 0 || shift + highest > MAX_LAST_OFFSET) {
+        r->status = ERROR; r->pos = 0; r->code = E_INNER_OFFSETS; r->a = lowest; r->b = highest;
+        r->c = anchor;
+        return;
     }
     const int log_append = magic > 0 && (wrapper_attributes & 0x08);
     pos = 0;

@@ -299,7 +299,8 @@ static inline void crc_in_steps(void *unused, crc_run_t *crc, const uint8_t *b,
 static inline __attribute__((always_inline)) int walk_v2(SinkObject *s, const uint8_t *b,
                                                          Py_ssize_t start, Py_ssize_t end,
                                                          const batch_t *bt, result_t *r,
-                                                         crc_follow_t follow, void *state) {
+                                                         crc_follow_t follow, void *state,
+                                                         const int check_offsets) {
     int64_t *st = s->p[S_STATE];
     int64_t count = bt->count;
     if (count * 7 > (int64_t)(end - start)) FAIL(E_COUNT_TOO_LARGE, start, count, end - start, 0);
@@ -431,6 +432,10 @@ static inline __attribute__((always_inline)) int walk_v2(SinkObject *s, const ui
         }
         if (pos != body_end)
             FAIL(E_RECORD_PAYLOAD, record_start, length, (int64_t)(pos - (body_end - length)), 0);
+        /* the offset rule, once the record is read (as record.py): its offset fits a log's
+         * (check_offsets: only a batch within 2^31 of the end of int64 can pass it) */
+        if (check_offsets && offset_delta >= 0 && bt->base_offset > MAX_LAST_OFFSET - offset_delta)
+            FAIL(E_OFFSETS, record_start, bt->base_offset, offset_delta, 0);
         if (!keep) continue;
         if (k_len >= 0) {
             if (ku + k_len > kcap) GROW(GROW_KEY_DATA, ku + (end - k_pos));
@@ -502,7 +507,7 @@ __attribute__((target("sse4.2"))) static int walk_v2_crc32(SinkObject *s, const 
                                                           Py_ssize_t start, Py_ssize_t end,
                                                           const batch_t *bt, result_t *r) {
     crc_words_t words = {bt->crc->state, bt->crc->pos};
-    int rc = walk_v2(s, b, start, end, bt, r, crc_by_words, &words);
+    int rc = walk_v2(s, b, start, end, bt, r, crc_by_words, &words, 0);
     bt->crc->state = (uint32_t)words.state;
     bt->crc->pos = words.pos;
     return rc;
@@ -512,15 +517,25 @@ __attribute__((target("sse4.2"))) static int walk_v2_crc32(SinkObject *s, const 
 VCLMUL_TARGET static int walk_v2_folding(SinkObject *s, const uint8_t *b, Py_ssize_t start,
                                          Py_ssize_t end, const batch_t *bt, result_t *r) {
     crc_fold_t fold = {.started = 0};
-    int rc = walk_v2(s, b, start, end, bt, r, crc_folded, &fold);
+    int rc = walk_v2(s, b, start, end, bt, r, crc_folded, &fold, 0);
     if (!rc) crc_fold_to(&fold, bt->crc, b, end);
     crc_fold_end(&fold, bt->crc);
     return rc;
 }
 #endif
 
+/* The walk of a batch within 2^31 of the end of int64, where a record's offset may pass a
+ * log's: each record's is checked (the offset rule), out of the common walks' way. */
+static __attribute__((noinline)) int walk_v2_checked(SinkObject *s, const uint8_t *b,
+                                                     Py_ssize_t start, Py_ssize_t end,
+                                                     const batch_t *bt, result_t *r) {
+    return walk_v2(s, b, start, end, bt, r, crc_in_steps, NULL, 1);
+}
+
 int kl_records_v2(SinkObject *s, const uint8_t *b, Py_ssize_t start, Py_ssize_t end,
                   const batch_t *bt, result_t *r) {
+    if (__builtin_expect(bt->base_offset > MAX_LAST_OFFSET - INT32_MAX, 0))
+        return walk_v2_checked(s, b, start, end, bt, r);
 #ifdef HAVE_X86_CRC
     if (bt->crc) {
         const int how = kl_crc_in_walk();
@@ -528,7 +543,7 @@ int kl_records_v2(SinkObject *s, const uint8_t *b, Py_ssize_t start, Py_ssize_t 
         if (how == CRC_WALK_WORDS) return walk_v2_crc32(s, b, start, end, bt, r);
     }
 #endif
-    return walk_v2(s, b, start, end, bt, r, crc_in_steps, NULL);
+    return walk_v2(s, b, start, end, bt, r, crc_in_steps, NULL, 0);
 }
 
 /* -- validation only: the same walk as kl_records_v2, writing nothing per record --------------- */

@@ -45,6 +45,7 @@ from .constants import (
     TimestampType,
 )
 from .crc import crc32c
+from .offsets_rule import MAX_LAST_OFFSET, check_batch_header, range_error
 from .record import Record, decode_records_v2, increment_sequence
 
 __all__ = ["MutableRecordBatch", "RecordBatch", "encode_batch_header"]
@@ -55,6 +56,8 @@ _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
 _U32 = struct.Struct(">I")
 _I16 = struct.Struct(">h")
+# Above this baseOffset a record's offsetDelta (an int32) can take its offset past a log's.
+_RECORD_RISK = MAX_LAST_OFFSET - (1 << 31) + 1
 
 
 class RecordBatch:
@@ -233,8 +236,8 @@ class RecordBatch:
         section = self._buf[RECORDS_OFFSET:]
         if not self.is_compressed:
             return section
-        if self.count == 0:
-            return b""
+        # Inflated even with a count of 0: records hidden behind the count are found (the fast
+        # path's kernels do the same).
         try:
             return decompress(
                 self.compression,
@@ -250,8 +253,19 @@ class RecordBatch:
                 offset=self.base_offset,
             ) from None
 
+    def check_offsets(self) -> None:
+        """The offset rule (:mod:`.offsets_rule`) on this batch alone: baseOffset to
+        baseOffset + lastOffsetDelta must fit a log's offsets (the baseOffset is outside the
+        CRC), else CorruptRecordError. :meth:`records` checks it first, as the fast path does."""
+        base = self.base_offset
+        error = range_error(base, base + self.last_offset_delta, position=self.position)
+        if error is not None:
+            raise error
+
     def records(self) -> Iterator[Record]:
-        """Decode the records on demand; errors name this batch's position and base offset."""
+        """Decode the records on demand; errors name this batch's position and base offset.
+        The offset rule comes first (:meth:`check_offsets`), and each record's offset must fit
+        a log's too."""
         (
             base_offset,
             _,
@@ -259,7 +273,7 @@ class RecordBatch:
             _,
             _,
             attributes,
-            _,
+            last_delta,
             base_ts,
             max_ts,
             _,
@@ -267,16 +281,22 @@ class RecordBatch:
             base_seq,
             count,
         ) = self.header()
+        error = range_error(base_offset, base_offset + last_delta, position=self.position)
+        if error is not None:
+            raise error
         if count < 0:
             raise InvalidRecordError(
                 f"Found invalid record count {count} in batch at position {self.position}",
                 position=self.position,
                 offset=base_offset,
             )
+        if last_delta < 0 or count > last_delta + 1:  # the header rule, as the fast path words it
+            check_batch_header(base_offset, last_delta, count, 0, True, position=self.position)
         data = self.records_buffer()
         compressed = self.is_compressed
+        overflow = None
         try:
-            yield from decode_records_v2(
+            records = decode_records_v2(
                 data,
                 count=count,
                 base_offset=base_offset,
@@ -292,6 +312,14 @@ class RecordBatch:
                 # Positions inside compressed data mean nothing in the file: name the batch.
                 position_base=0 if compressed else self.position + RECORDS_OFFSET,
             )
+            if base_offset < _RECORD_RISK:
+                yield from records
+            else:  # a record's offset (wrapped to int64 by record.py) may pass a log's
+                for record in records:
+                    if not 0 <= record.offset <= MAX_LAST_OFFSET:
+                        overflow = record.offset % (1 << 64)  # the exact base + offsetDelta
+                        break
+                    yield record
         except (CorruptRecordError, InvalidRecordError) as e:
             if compressed:
                 e.message = (
@@ -300,6 +328,8 @@ class RecordBatch:
                 )
                 e.position = self.position
             raise e.located(position=self.position, offset=base_offset) from None
+        if overflow is not None:
+            raise range_error(base_offset, overflow, position=self.position)
 
     def __iter__(self) -> Iterator[Record]:
         return self.records()

@@ -41,6 +41,7 @@ from .constants import (
     TimestampType,
 )
 from .crc import crc32
+from .offsets_rule import range_error
 from .record import Record
 
 __all__ = ["LegacyBatch", "encode_legacy_entry", "encode_legacy_message_set"]
@@ -219,9 +220,20 @@ class LegacyBatch:
         return self._key_value()[1]
 
     # -- records ---------------------------------------------------------------------------------
+    def check_offsets(self) -> None:
+        """The offset rule (:mod:`.offsets_rule`) on this entry alone: its offset (a wrapper's
+        is its last inner one) must fit a log's offsets, else CorruptRecordError. :meth:`records`
+        checks it first, and a wrapper's absolute inner offsets too."""
+        offset = self.offset
+        error = range_error(offset, offset, position=self.position)
+        if error is not None:
+            raise error
+
     def records(self) -> list[Record]:
-        """The message itself, or a wrapper's inner messages with absolute offsets."""
+        """The message itself, or a wrapper's inner messages with absolute offsets (the offset
+        rule checked first: :meth:`check_offsets`)."""
         if self._inner is None:
+            self.check_offsets()
             self._inner = self._inner_records() if self.is_compressed else [self._as_record()]
         return self._inner
 
@@ -322,6 +334,15 @@ class LegacyBatch:
                 absolute_base = wrapper_offset - last_inner
         else:
             absolute_base = 0
+        offsets = [entry.offset for entry in inner]
+        error = range_error(
+            absolute_base + min(offsets),
+            absolute_base + max(offsets),
+            position=self.position,
+            offset=wrapper_offset,
+        )
+        if error is not None:  # the offset rule: the absolute inner offsets fit a log's
+            raise error
         log_append = self.timestamp_type == TimestampType.LOG_APPEND_TIME
         wrapper_ts = self.timestamp
         records = []

@@ -17,14 +17,21 @@ of its kernel twins, the header walk of :mod:`kafkalog.log.entry_walk`):
 
 Legacy (magic 0/1) entries take their offset field as both first and last offset (a compressed
 wrapper's is its last inner one), as Kafka's shallow iteration does.
+
+A v2 batch's header must also agree with itself (:func:`check_batch_header`, Kafka's
+DefaultRecordBatch): rules on lastOffsetDelta, recordsCount and the batch's size that need no
+record decoded, so that a walker of headers (``kafkalog stats``, the planner's header walk,
+``verify``) refuses a count no consumer could read.
 """
 
 from __future__ import annotations
 
-from ..errors import CorruptRecordError
+from ..errors import CorruptRecordError, InvalidRecordError
+from .constants import MIN_V2_RECORD_SIZE, RECORD_BATCH_OVERHEAD
 
 __all__ = [
     "MAX_LAST_OFFSET",
+    "check_batch_header",
     "check_entry_offsets",
     "decrease_error",
     "range_error",
@@ -86,3 +93,61 @@ def check_entry_offsets(
         raise error
     if previous_last is not None and base <= previous_last:
         raise decrease_error(base, previous_last, position=position, offset=offset)
+
+
+def check_batch_header(
+    base: int,
+    last_offset_delta: int,
+    records_count: int,
+    size: int,
+    compressed: bool,
+    *,
+    position: int | None,
+    offset: int | None = None,
+) -> None:
+    """Raise unless a magic 2 batch's header agrees with itself (Kafka's DefaultRecordBatch):
+
+    - ``lastOffsetDelta >= 0`` (a batch's last offset is at or above its base offset);
+    - ``0 <= recordsCount`` (InvalidRecordError, Kafka's "Found invalid record count");
+    - ``recordsCount <= lastOffsetDelta + 1``: records have distinct offset deltas in
+      ``[0, lastOffsetDelta]`` (compaction may leave fewer records, never more);
+    - uncompressed, ``recordsCount <= (size - 61) / 7``: the smallest record takes 7 bytes
+      (length, attributes, timestampDelta, offsetDelta, keyLength, valueLength and headerCount
+      varints of one byte each).
+
+    ``size`` is the whole batch (its 12-byte log overhead included), ``base`` its baseOffset;
+    ``position`` the batch's, ``offset`` the error's offset (default: ``base``). No record is
+    decoded: these rules are for walkers of headers as much as for decoders.
+    """
+    where = base if offset is None else offset
+    if last_offset_delta < 0:
+        raise CorruptRecordError(
+            f"Batch lastOffsetDelta {last_offset_delta} is negative: a batch's last offset is "
+            f"at or above its base offset {base}",
+            position=position,
+            offset=where,
+        )
+    if records_count < 0:
+        raise InvalidRecordError(
+            f"Found invalid record count {records_count} in magic v2 batch",
+            position=position,
+            offset=where,
+        )
+    if records_count > last_offset_delta + 1:
+        raise CorruptRecordError(
+            f"Batch records count {records_count} is more than the {last_offset_delta + 1} "
+            f"offsets {base}..{base + last_offset_delta} it spans (lastOffsetDelta "
+            f"{last_offset_delta}): records have distinct offsets",
+            position=position,
+            offset=where,
+        )
+    if not compressed:
+        room = max(size - RECORD_BATCH_OVERHEAD, 0) // MIN_V2_RECORD_SIZE
+        if records_count > room:
+            raise CorruptRecordError(
+                f"Batch records count {records_count} does not fit the batch's {size} bytes: "
+                f"uncompressed, they hold at most {room} records of at least "
+                f"{MIN_V2_RECORD_SIZE} bytes each",
+                position=position,
+                offset=where,
+            )

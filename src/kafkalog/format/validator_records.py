@@ -35,6 +35,7 @@ __all__ = ["RecordColumns", "current_records", "v2_compressed_columns", "v2_reco
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 _local = threading.local()
 _KEEP_BYTES = 16 << 20
+_FLAGS = A.FLAG_KEEP_CONTROL  # no FLAG_CHECK_ORDER: see v2_record_columns
 
 
 class RecordColumns(NamedTuple):
@@ -62,10 +63,13 @@ def v2_record_columns(view: memoryview, count: int, *, copy: bool = True) -> Rec
     record-at-a-time path then raises the precise error. ``copy=False`` returns views of this
     thread's buffers instead, which its next call overwrites (for a caller done before then)."""
     b = _buffers(len(view), count)
+    # Not FLAG_CHECK_ORDER: this reads client produce requests too (the offset rule's order
+    # check is for logs); each entry's offsets must still fit int64 (else None: the caller's
+    # record-at-a-time path raises the rule's error).
     ok = _fill(
         b,
         lambda pos: kernels.decode_entries(
-            b.sink, view, pos, len(view), _INT64_MIN, _INT64_MAX, _INT64_MAX, A.FLAG_KEEP_CONTROL
+            b.sink, view, pos, len(view), _INT64_MIN, _INT64_MAX, _INT64_MAX, _FLAGS
         ),
     )
     if ok is None or ok[1] != len(view):
