@@ -224,12 +224,25 @@ def test_torn_tail_of_a_rolled_segment_is_an_error(data_dir: Path) -> None:
     assert located(run_verify(data_dir), "error") == {("torn-tail", str(log), size, NEXT)}
 
 
-def test_zero_filled_tail_is_an_error(data_dir: Path) -> None:
+def test_zero_filled_tail_of_the_active_segment_is_a_torn_tail_warning(data_dir: Path) -> None:
+    # What Kafka's recovery cuts, and where every reader ends the log (docs/reading.md).
     log = seg(data_dir, ACTIVE)
     size = log.stat().st_size
     with log.open("ab") as f:
         f.write(bytes(4096))  # preallocated, never written
-    assert located(run_verify(data_dir), "error") == {("zero-tail", str(log), size, None)}
+    report = run_verify(data_dir)
+    assert located(report) == {("zero-tail", str(log), size, None)}
+    assert [f.severity for f in report.findings] == ["warning"] and report.ok
+
+
+def test_zero_filled_tail_of_a_rolled_segment_is_an_error(data_dir: Path) -> None:
+    log = seg(data_dir, ROLLED)
+    size = log.stat().st_size
+    with log.open("ab") as f:
+        f.write(bytes(4096))  # Kafka completed this segment before rolling
+    report = run_verify(data_dir)
+    assert located(report, "error") == {("zero-tail", str(log), size, None)}
+    assert not report.ok
 
 
 def test_corrupt_framing_and_the_index_entries_past_it(data_dir: Path) -> None:
@@ -390,7 +403,7 @@ def test_offsets_going_back_across_and_within_segments(tmp_path: Path) -> None:
         5: [kp_batch(5, offset=10)],  # segment 0 already holds 5..9
     })  # fmt: skip
     assert located(run_verify(across), "error") == {
-        ("segment-overlap", str(across / f"{5:020d}.log"), None, 5)
+        ("segment-overlap", str(across / f"{5:020d}.log"), 0, 5)  # its first batch offends
     }
     within = write_partition(tmp_path / "b-0", {0: [kp_batch(5, offset=0), kp_batch(5, offset=3)]})
     position = entries(within / f"{0:020d}.log")[1][0]
@@ -418,7 +431,76 @@ def test_missing_segment_with_its_indexes_left(data_dir: Path) -> None:
     seg(data_dir, NEXT).unlink()
     report = run_verify(data_dir)
     assert located(report, "error") == {("segment-missing", str(seg(data_dir, NEXT)), None, NEXT)}
+    assert f"offsets from {NEXT} to {ACTIVE - 1} " in report.errors[0].message
     assert ("offset-gaps", str(data_dir / "orders-0"), None, NEXT - 1) in located(report, "info")
+
+
+def test_missing_first_segment_with_its_indexes_left_is_lost_data(data_dir: Path) -> None:
+    # consume raises DataLossError for these offsets: the log began at the missing segment.
+    seg(data_dir, 0).unlink()
+    report = run_verify(data_dir)
+    assert located(report, "error") == {("segment-missing", str(seg(data_dir, 0)), None, 0)}
+    assert f"offsets from 0 to {ROLLED - 1} " in report.errors[0].message
+    assert not [f for f in report.findings if f.code == "orphan-index"]
+
+
+def test_an_index_below_the_log_start_offset_is_a_leftover(data_dir: Path) -> None:
+    # Retention moved the log start past the segment: Kafka's loader deletes the orphan index.
+    seg(data_dir, 0).unlink()
+    (data_dir / "log-start-offset-checkpoint").write_text(f"0\n2\norders 0 {ROLLED}\norders 1 0\n")
+    report = run_verify(data_dir / "orders-0", data_dir)
+    assert report.ok
+    assert {(f.code, Path(f.path).name) for f in report.warnings} == {
+        ("orphan-index", f"{0:020d}.index"),
+        ("orphan-index", f"{0:020d}.timeindex"),
+    }
+
+
+def test_a_directory_named_like_a_segment_is_an_error(data_dir: Path) -> None:
+    folder = seg(data_dir, LOG_END)
+    folder.mkdir()
+    report = run_verify(data_dir)
+    assert located(report, "error") == {("not-regular-file", str(folder), None, None)}
+    assert "directory" in report.errors[0].message and not report.ok
+    assert run_verify(data_dir / "orders-0", data_dir).errors == report.errors
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "words"),
+    [
+        (57, 2**31 - 1, "records count 2147483647 is more than"),
+        (57, -1, "Found invalid record count -1"),
+        (23, -1, "lastOffsetDelta -1 is negative"),
+    ],
+    ids=["count-int32-max", "count-negative", "delta-negative"],
+)
+def test_a_v2_header_that_disagrees_with_itself(
+    tmp_path: Path, field: int, value: int, words: str
+) -> None:
+    # DefaultRecordBatch: lastOffsetDelta >= 0, 0 <= recordsCount <= lastOffsetDelta + 1.
+    batch = bytearray(kp_batch(3, offset=2))
+    struct.pack_into(">i", batch, field, value)
+    struct.pack_into(">I", batch, 17, crc32c(bytes(batch[21:])))  # the CRC vouches for it
+    part = write_partition(tmp_path / "h-0", {0: [kp_batch(2, offset=0), bytes(batch)]})
+    log = part / f"{0:020d}.log"
+    position = entries(log)[1][0]
+    for deep in (True, False):
+        report = run_verify(part, deep=deep)
+        assert located(report, "error") == {("batch-header", str(log), position, 2)}
+        assert words in report.errors[0].message
+
+
+def test_more_records_than_an_uncompressed_batch_can_hold(tmp_path: Path) -> None:
+    # The smallest v2 record takes 7 bytes: (size - 61) / 7 records at most, uncompressed.
+    batch = bytearray(kp_batch(2, offset=0))
+    count = (len(batch) - 61) // 7 + 1
+    struct.pack_into(">i", batch, 23, count)  # lastOffsetDelta leaves room for them
+    struct.pack_into(">i", batch, 57, count)  # recordsCount
+    struct.pack_into(">I", batch, 17, crc32c(bytes(batch[21:])))
+    part = write_partition(tmp_path / "u-0", {0: [bytes(batch)]})
+    report = run_verify(part, deep=False)
+    assert located(report, "error") == {("batch-header", str(part / f"{0:020d}.log"), 0, 0)}
+    assert "does not fit" in report.errors[0].message
 
 
 def test_records_that_do_not_decode_need_deep(tmp_path: Path) -> None:

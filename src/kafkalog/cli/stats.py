@@ -3,10 +3,13 @@
 Sizes, segments, batches and records, offsets and time ranges, codecs and record format
 versions, producers (idempotent, transactional, control batches) and compaction state, from the
 batch headers alone (no record is decoded, except the inner messages of legacy compressed
-wrappers, whose count needs them). Every batch's CRC is checked and every segment's end judged,
-so numbers never silently stop short: damage is an error naming file and position (exit 1), a
-torn or zero-filled end of the active segment a warning. A table, ``--json`` lines, or ``--plot
-FILE.png``: records and bytes over time per partition.
+wrappers, whose count needs them). Every batch's CRC, header rule and offsets are checked
+(:mod:`kafkalog.format.offsets_rule`) and every segment's end judged, so numbers never silently
+stop short: damage is an error naming file and position (exit 1), as is a segment whose ``.log``
+is gone while its indexes remain, or a directory named like a segment; a torn or zero-filled end
+of the active segment is a warning. Indexes are hints: one that cannot be used is set aside and
+positions come from walking the log. A table, ``--json`` lines, or ``--plot FILE.png``: records
+and bytes over time per partition.
 """
 
 from __future__ import annotations
@@ -18,9 +21,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import CorruptRecordError, InvalidRecordError, KafkalogError
+from ..errors import CorruptRecordError, KafkalogError
 from ..format import TimestampType
 from ..format.constants import MAGIC_VALUE_V2
+from ..format.offsets_rule import check_batch_header, check_entry_offsets
 from .operate import (
     EXIT_OK,
     EXIT_PROBLEMS,
@@ -28,6 +32,7 @@ from .operate import (
     format_time,
     logs_in_progress,
     operator_parser,
+    partition_offsets,
     resolve_target,
     write_json,
 )
@@ -138,14 +143,25 @@ def _run(args: argparse.Namespace) -> int:
 
     target = resolve_target(args.path, topics=args.topic)
     results: list[PartitionStats] = []
+    log_starts = _log_start_checkpoint(target)
     with logs_in_progress("stats", args, target) as (progress, logs):
         for entry in logs:
             stats = _new(entry.directory)
-            stats.configs_assumed = entry.config_source == CONFIG_FROM_DEFAULTS
-            if entry.log is None:
+            log, source = entry.log, entry.config_source
+            if log is None:  # an index the open trusted, perhaps: again, walking the log
+                log, source = _open_without_index_hints(target, entry.directory)
+            stats.configs_assumed = source == CONFIG_FROM_DEFAULTS
+            if log is None:
                 stats.error = entry.error
-            else:
-                collect(entry.log, stats, timeline=bool(args.plot), progress=progress)
+                results.append(stats)
+                continue
+            log_start = log_starts.get((stats.topic, stats.partition))
+            try:
+                collect(log, stats, timeline=bool(args.plot), progress=progress,
+                        log_start_checkpoint=log_start)  # fmt: skip
+            finally:
+                if log is not entry.log:
+                    log.close()
             results.append(stats)
     if args.plot:
         from .stats_plot import plot
@@ -175,43 +191,172 @@ def _new(directory: Path) -> PartitionStats:
         return PartitionStats(directory, None, None)
 
 
-def collect(log, stats: PartitionStats, *, timeline: bool = False, progress=None) -> None:
-    """Fill ``stats`` from ``log`` (a read-only Log), batch headers only."""
-    from ..log.cleaner_manager import log_to_clean, read_cleaner_checkpoint
-    from ..log.error_location import locate_in_partition
+def _log_start_checkpoint(target) -> dict[tuple[str, int], int]:
+    """(topic, partition) -> the data directory's log-start-offset-checkpoint entry."""
+    from ..log.checkpoints import LOG_START_OFFSET_CHECKPOINT
+    from .operate import _checkpoints
 
+    offsets = _checkpoints(target.data_dir).get(LOG_START_OFFSET_CHECKPOINT, {})
+    return {(tp.topic, tp.partition): offset for tp, offset in offsets.items()}
+
+
+def _open_without_index_hints(target, directory: Path):
+    """``(log, config source)`` of a partition whose read-only open failed, opened again with
+    every offset index set aside (positions from walking the log, as Kafka rebuilds an index it
+    cannot trust: an entry pointing outside the segment makes the open fail); ``(None,
+    defaults)`` when it fails again (the first error is the one reported)."""
+    from ..log.log import Log
+    from ..log.manager import CONFIG_FROM_DEFAULTS
+    from ..log.naming import parse_partition_dir_name
+    from ..log.regular_file import require_regular_entries
+    from .operate import _topic_configs
+
+    class WalkedLog(Log):
+        def _read_log_end_offset(self) -> int:
+            for segment in self.segments:
+                _set_aside_offset_index(segment)
+            return super()._read_log_end_offset()
+
+    try:
+        topic = parse_partition_dir_name(directory.name).topic_partition.topic
+    except KafkalogError:
+        topic = ""
+    try:
+        configs = _topic_configs(target.data_dir)
+        recovery_point, log_start, clean = partition_offsets(target, directory)
+        require_regular_entries(directory)
+        log = WalkedLog.open(
+            directory,
+            config=configs.config_for(topic),
+            writable=False,
+            log_start_offset=log_start,
+            recovery_point=recovery_point,
+            had_clean_shutdown=clean,
+        )
+    except (KafkalogError, ValueError, OSError):
+        return None, CONFIG_FROM_DEFAULTS
+    return log, configs.config_source(topic)
+
+
+def _set_aside_offset_index(segment) -> None:
+    """Read ``segment`` from its start from now on: its offset index is not used."""
+    index = segment.offset_index
+    if index is not None:
+        segment.offset_index = None
+        index.close()
+
+
+def collect(
+    log,
+    stats: PartitionStats,
+    *,
+    timeline: bool = False,
+    progress=None,
+    log_start_checkpoint: int | None = None,
+) -> None:
+    """Fill ``stats`` from ``log`` (a read-only Log), batch headers only.
+    ``log_start_checkpoint``: the partition's log-start-offset-checkpoint entry (None: none),
+    which says whether offsets below the first segment were lost or left by retention."""
     stats.cleanup_policy = cleanup_policy(log.config)
     stats.segments = len(log.segments)
     stats.log_start_offset, stats.log_end_offset = log.log_start_offset, log.log_end_offset
     stats.files_size = sum(p.stat().st_size for p in log.dir.iterdir() if p.is_file())
     if timeline:
         stats.timeline = (array("q"), array("q"), array("q"))
+    gone = _lost_files(log, log_start_checkpoint)  # base offset -> error, in offset order
     previous_last = None
+    end = None  # where the last segment's valid batches end
     for i, segment in enumerate(log.segments):
+        if gone and gone[0][0] < segment.base_offset:  # lost offsets below this segment
+            stats.error = gone[0][1]
+            break
         stats.size += segment.size()
         try:
             last = i == len(log.segments) - 1
-            previous_last = _walk_segment(stats, segment, previous_last, last, log.config)
+            previous_last, end = _walk_segment(stats, segment, previous_last, last, log.config)
         except KafkalogError as e:
             stats.error = str(e.located(path=str(segment.log.path)))
             break
         finally:
             if progress is not None:
                 progress.advance(segment.size())
+    else:
+        if gone:
+            stats.error = gone[0][1]
+        elif log.segments:  # the end the batches say (an index may point elsewhere)
+            active = log.segments[-1].base_offset
+            stats.log_end_offset = active if previous_last is None else max(
+                previous_last + 1, active)  # fmt: skip
     if log.config.compact and stats.error is None and log.segments:
+        _compaction_state(log, stats, end)
+
+
+def _lost_files(log, log_start_checkpoint: int | None) -> list[tuple[int, str]]:
+    """Errors for what the readers cannot read in the partition directory, by base offset: a
+    segment whose ``.log`` is gone while its index remains (the offsets it held are lost: every
+    reader raises DataLossError), and a directory named like a segment file."""
+    from ..log.naming import INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX, parse_segment_file_name
+    from ..log.verify_partition import log_start_before_segments, lost_segments, lost_span
+
+    bases = [s.base_offset for s in log.segments]
+    orphans: set[int] = set()
+    found: list[tuple[int, str]] = []
+    paths = sorted(log.dir.iterdir())
+    log_start = log_start_before_segments(log_start_checkpoint, [p.name for p in paths])
+    for path in paths:
         try:
-            stats.cleaner_offset = read_cleaner_checkpoint(log)
-            stats.dirty_ratio = round(log_to_clean(log).cleanable_ratio, 4)
-        except (KafkalogError, OSError) as e:
-            if isinstance(e, KafkalogError):
-                locate_in_partition(e, log.dir)
-            stats.error = f"compaction state: {e}"
+            parsed = parse_segment_file_name(path.name)
+        except KafkalogError:
+            continue
+        if path.is_dir():
+            found.append((parsed.base_offset, f"{path}: not a regular file (a directory)"))
+        elif not parsed.status and parsed.suffix in (INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX):
+            orphans.add(parsed.base_offset)
+    for base, following in lost_segments(bases, orphans - set(bases), log_start):
+        path = log.dir / f"{base:020d}.log"
+        found.append((base, f"{path}: {lost_span(base, following)} are missing (the segment's "
+                            f".log file is gone; its index remains)"))  # fmt: skip
+    return sorted(found, key=lambda item: item[0])
 
 
-def _walk_segment(stats: PartitionStats, segment, previous_last, last: bool, config) -> int | None:
-    """Add one segment's batches, CRCs checked; its tail judged; the last offset seen."""
+def _compaction_state(log, stats: PartitionStats, end: int | None) -> None:
+    """The cleaner offset and dirty ratio, over the log as Kafka's recovery leaves it: the active
+    segment ends at its last complete batch (a torn tail is not read), and an offset index that
+    cannot be used is set aside."""
+    from ..log.cleaner_manager import log_to_clean, read_cleaner_checkpoint
+    from ..log.error_location import locate_in_partition
+
+    active = log.segments[-1]
+    whole = active.log
+    if end is not None and end < whole.end:
+        active.log = whole.slice(whole.start, end - whole.start)
+    try:
+        for attempt in range(2):
+            try:
+                stats.cleaner_offset = read_cleaner_checkpoint(log)
+                stats.dirty_ratio = round(log_to_clean(log).cleanable_ratio, 4)
+                return
+            except (KafkalogError, OSError) as e:
+                if attempt == 0 and any(s.offset_index is not None for s in log.segments):
+                    for segment in log.segments:  # an index pointing outside its segment
+                        _set_aside_offset_index(segment)
+                    continue
+                if isinstance(e, KafkalogError):
+                    locate_in_partition(e, log.dir)
+                stats.error = f"compaction state: {e}"
+                return
+    finally:
+        active.log = whole
+
+
+def _walk_segment(
+    stats: PartitionStats, segment, previous_last, last: bool, config
+) -> tuple[int | None, int]:
+    """Add one segment's batches, CRCs, header rule and offsets checked; its tail judged. The
+    last offset seen, and where the segment's valid batches end."""
     from ..log.recovery_plan import zero_filled
 
+    path = str(segment.log.path)
     end = segment.log.start
     batches = segment.log.batches()
     while True:
@@ -223,20 +368,24 @@ def _walk_segment(stats: PartitionStats, segment, previous_last, last: bool, con
             batch = None
         if batch is None:
             _check_tail(stats, segment, end, last=last, config=config)
-            return previous_last
+            return previous_last, end
         try:
             batch.ensure_valid()  # Kafka's consumers check CRCs: count what they read
-        except CorruptRecordError as e:
-            raise e.located(path=str(segment.log.path)) from None
-        if batch.magic >= MAGIC_VALUE_V2 and batch.count < 0:
-            # DefaultRecordBatch's iterator: InvalidRecordException("Found invalid record count
-            # -1 in magic v2 batch"); a consumer cannot read the batch, so neither is it counted.
-            raise InvalidRecordError(
-                f"Found invalid record count {batch.count} in magic v{batch.magic} batch",
-                path=str(segment.log.path),
-                position=batch.position,
-                offset=batch.base_offset,
-            )
+            if batch.magic >= MAGIC_VALUE_V2:
+                base, count = batch.base_offset, batch.count
+                check_batch_header(
+                    base,
+                    batch.last_offset - base,
+                    count,
+                    batch.size_in_bytes,
+                    batch.is_compressed,
+                    position=batch.position,
+                )
+            else:
+                base = batch.last_offset  # a legacy entry's offset: its last (inner) one
+            check_entry_offsets(base, batch.last_offset, previous_last, position=batch.position)
+        except KafkalogError as e:
+            raise e.located(path=path) from None
         _add_batch(stats, batch, previous_last)
         previous_last = batch.last_offset
         end = batch.position + batch.size_in_bytes

@@ -1,9 +1,11 @@
 """A segment file's entries a header at a time: the valid prefix of a log without its records.
 
 One ``pread`` of 61 bytes per entry, so only header pages are touched. Entries are framed by
-the one entry walk (:func:`kafkalog.format.entries.entry_header`) and their offsets checked by
+the one entry walk (:func:`kafkalog.format.entries.entry_header`), their offsets checked by
 the offset rule (:func:`kafkalog.format.offsets_rule.check_entry_offsets`: offsets fit int64
-and increase), so a planner, a checker and a reader agree on where a segment's valid entries
+and increase) and a v2 batch's header by the header rule
+(:func:`kafkalog.format.offsets_rule.check_batch_header`: lastOffsetDelta, records count and
+size agree), so a planner, a checker and a reader agree on where a segment's valid entries
 end and why. After iterating, a :class:`SegmentWalk` says how it ended: ``valid_end`` (where
 Kafka's recovery would cut, as far as headers tell), ``tail`` (a :class:`Tail` value) and the
 ``error`` met (a partial tail has none; a zero-filled one gets one, as only a crash leaves it).
@@ -16,8 +18,9 @@ import os
 from collections.abc import Iterator
 
 from ..errors import KafkalogError
+from ..format.constants import COMPRESSION_CODEC_MASK, MAGIC_VALUE_V2
 from ..format.entries import HEADER_PEEK, EntryHeader, Tail, entry_header, zeros_error
-from ..format.offsets_rule import check_entry_offsets
+from ..format.offsets_rule import check_batch_header, check_entry_offsets
 
 __all__ = ["SegmentWalk"]
 
@@ -60,6 +63,15 @@ class SegmentWalk:
                         check_entry_offsets(
                             header.base_offset, header.last_offset, last, position=pos
                         )
+                        if header.magic == MAGIC_VALUE_V2:
+                            check_batch_header(
+                                header.base_offset,
+                                header.last_offset - header.base_offset,
+                                header.records_count,
+                                header.size,
+                                bool(header.attributes & COMPRESSION_CODEC_MASK),
+                                position=pos,
+                            )
                 except KafkalogError as e:
                     self._end(fd, pos, end, e.located(path=self.path))
                     return

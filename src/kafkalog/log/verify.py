@@ -66,6 +66,7 @@ from .verify_partition import (
     check_partition_metadata,
     check_snapshot_file,
     error_text,
+    is_segment_name,
     regular_files,
 )
 from .verify_report import (
@@ -135,8 +136,8 @@ def is_partition_dir(path: Path) -> bool:
         parse_partition_dir_name(path.name)
     except KafkalogError:
         return False
-    if any(c.is_dir() for c in children):
-        return False
+    if any(c.is_dir() and not is_segment_name(c.name) for c in children):
+        return False  # a directory named like a segment is reported, not a partition below
     names = {c.name for c in children}
     return bool(names & {LEADER_EPOCH_CHECKPOINT, PARTITION_METADATA_FILE_NAME}) or any(
         n.endswith((INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX, PRODUCER_SNAPSHOT_FILE_SUFFIX))

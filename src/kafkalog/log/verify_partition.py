@@ -50,6 +50,10 @@ __all__ = [
     "check_partition_metadata",
     "check_snapshot_file",
     "error_text",
+    "is_segment_name",
+    "log_start_before_segments",
+    "lost_segments",
+    "lost_span",
 ]
 
 QUORUM_STATE_FILE_NAME = "quorum-state"
@@ -88,7 +92,9 @@ def check_partition(
     logs, swaps, indexes, snapshots, others = _classify(files, sink)
     segments = _effective_segments(directory, logs, swaps, sink, deep)
     bases = sorted(segments)
-    _check_orphans(directory, indexes, logs, swaps, bases, sink)
+    context = context or PartitionContext()
+    log_start = log_start_before_segments(context.log_start_offset, [p.name for p in others])
+    _check_orphans(directory, indexes, logs, swaps, bases, sink, log_start)
 
     scans: list[LogScan] = []
     for i, base in enumerate(bases):
@@ -107,7 +113,6 @@ def check_partition(
     summary.records = sum(s.records for s in scans)
     _report_gaps(directory, scans, bases, sink)
 
-    context = context or PartitionContext()
     if bases:
         last = scans[-1] if scans else None
         log_end = last.next_offset if last is not None and last.next_offset is not None else None
@@ -128,15 +133,29 @@ def check_partition(
 def regular_files(directory: Path, sink: FindingSink) -> list[Path]:
     """The regular files of ``directory``, sorted; FIFOs, sockets, devices, symlink loops and
     dangling symlinks are reported (``not-regular-file``) and never opened: opening a FIFO blocks
-    until a writer comes. Subdirectories are left to the caller."""
+    until a writer comes. So is a directory named like a segment file (``...012.log/``): the
+    loader refuses it, and the records it stands for cannot be read. Other subdirectories are
+    left to the caller."""
     files = []
     for path in sorted(directory.iterdir()):
         reason = irregular_reason(path)
+        if reason is None and path.is_dir() and is_segment_name(path.name):
+            reason = "not a regular file (a directory)"
         if reason is not None:
             sink.error("not-regular-file", path, f"{reason}; Kafka only writes regular files")
         elif not path.is_dir():
             files.append(path)
     return files
+
+
+def is_segment_name(name: str) -> bool:
+    """Whether ``name`` is a segment file's (``.log``, an index, a producer snapshot, and their
+    ``.deleted``/``.cleaned``/``.swap`` forms)."""
+    try:
+        parse_segment_file_name(name)
+    except KafkalogError:
+        return False
+    return True
 
 
 def _classify(files: list[Path], sink: FindingSink):
@@ -210,36 +229,99 @@ def _effective_segments(directory, logs, swaps, sink, deep) -> dict[int, tuple[P
     return segments
 
 
-def _check_orphans(directory, indexes, logs, swaps, bases, sink: FindingSink) -> None:
-    swap_bases = {b for b, _ in swaps}
-    missing: dict[int, list[str]] = {}
-    for base, path in indexes:
-        if base in logs:
+def lost_segments(bases, orphans, log_start: int | None) -> list[tuple[int, int | None]]:
+    """``(first, next)`` offsets of every segment whose ``.log`` is gone while its indexes remain
+    (``orphans``: their base offsets; ``bases``: those of the segments present; ``next`` is the
+    next segment's base offset, None past the last): the offsets that every reader reports
+    missing (DataLossError). An orphan below the first segment is lost only when the log began
+    there: the checkpointed ``log_start`` (None: no entry, 0) is at or below the first orphan's
+    base offset; otherwise retention had moved the log past it (Kafka's loader deletes it)."""
+    orphans = sorted(set(orphans) - set(bases))
+    bases = sorted(bases)
+    start = log_start or 0
+    lost_below = bool(orphans) and bool(bases) and orphans[0] < bases[0] and start <= orphans[0]
+    known = sorted(set(bases) | set(orphans))
+    out = []
+    for base in orphans:
+        if bases and base < bases[0] and not lost_below:
             continue
-        if base in swap_bases or (bases and base < bases[0]):
-            sink.warning(
-                "orphan-index", path,
-                f"no {log_file(directory, base).name}: an index left behind below the log's "
-                f"first segment; Kafka's loader deletes it",
-            )  # fmt: skip
-        else:
-            missing.setdefault(base, []).append(path.name)
-    for base, names in sorted(missing.items()):
+        later = [b for b in known if b > base]
+        out.append((base, later[0] if later else None))
+    return out
+
+
+def lost_span(first: int, following: int | None) -> str:
+    """The offsets a lost segment held, in words."""
+    if following is None:
+        return f"offsets from {first} to the end of the log"
+    return (
+        f"offsets from {first} to {following - 1} (below the next segment's base offset "
+        f"{following})"
+    )
+
+
+def log_start_before_segments(log_start_offset: int | None, names) -> int:
+    """Where the log began as far as a partition's files tell (``names``: its file names): its
+    checkpointed log start offset (None: no entry), or for a KRaft metadata log its earliest
+    snapshot's end offset (KRaft deletes the segments a snapshot covers)."""
+    ends = []
+    for name in names:
+        try:
+            parsed = parse_snapshot_file_name(name)
+        except KafkalogError:
+            continue
+        if parsed is not None and not parsed.partial and not parsed.deleted:
+            ends.append(parsed.end_offset)
+    return max(log_start_offset or 0, min(ends, default=0))
+
+
+def _check_orphans(directory, indexes, logs, swaps, bases, sink: FindingSink, log_start) -> None:
+    """Indexes without their ``.log``: the segment's offsets are lost (an error naming the
+    missing ``.log`` and the offsets, as every reader raises DataLossError for them,
+    :func:`lost_segments`) unless the log had already left them (retention) or they belong to a
+    finished clean's ``.swap``: Kafka's loader deletes such orphan indexes (a warning)."""
+    swap_bases = {b for b, _ in swaps}
+    names: dict[int, list[str]] = {}
+    for base, path in indexes:
+        if base not in logs and base not in swap_bases:
+            names.setdefault(base, []).append(path.name)
+    lost = dict(lost_segments(bases, names, log_start))
+    for base, path in indexes:
+        if base in logs or (base in names and base in lost):
+            continue
+        where = (
+            "beside a finished clean's .swap"
+            if base in swap_bases
+            else f"below the log's first segment and its log start offset {log_start}"
+        )
+        sink.warning(
+            "orphan-index", path,
+            f"no {log_file(directory, base).name}: an index left behind {where}; Kafka's loader "
+            f"deletes it",
+        )  # fmt: skip
+    for base, following in sorted(lost.items()):
         sink.error(
             "segment-missing", log_file(directory, base),
-            f"this segment's {', '.join(names)} remain but the .log is gone: the records from "
-            f"offset {base} on that it held are lost (Kafka's loader deletes the orphan indexes)",
+            f"{lost_span(base, following)} are missing: the segment's .log file is gone, its "
+            f"{', '.join(names[base])} remain; the records it held are lost (Kafka's loader "
+            f"deletes the orphan indexes)",
             offset=base,
         )  # fmt: skip
 
 
 def _check_adjacent(previous: LogScan, base: int, scan: LogScan, sink: FindingSink) -> None:
     if previous.last_offset is not None and previous.last_offset >= base:
+        first = scan.first_offset
+        at = (
+            f"; its first batch (offset {first}) does not follow it"
+            if first is not None and first <= previous.last_offset
+            else ""
+        )
         sink.error(
             "segment-overlap", scan.path,
             f"the previous segment ({os.path.basename(previous.path)}) holds offsets up to "
-            f"{previous.last_offset}, not below this segment's base offset {base}",
-            offset=base,
+            f"{previous.last_offset}, not below this segment's base offset {base}{at}",
+            position=scan.first_position, offset=base,
         )  # fmt: skip
 
 

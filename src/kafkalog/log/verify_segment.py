@@ -6,8 +6,10 @@ its header rules and, deep, every record; offsets must increase from the segment
 the file ends matters: a partial last batch is what a live broker's active segment has while it
 appends (a warning there, an error in a rolled segment, which Kafka completed before rolling),
 unless its size field is damaged (:mod:`.verify_tail`: an error wherever it is); a
-zero-filled tail is preallocated space never written, left by an unclean shutdown (an error, as
-recovery truncates it); bytes that cannot be a batch header are corrupt (an error).
+zero-filled tail is preallocated space never written, left by an unclean shutdown (a torn tail:
+a warning at the end of the active segment, which recovery truncates; an error in a rolled
+segment); bytes that cannot be a batch header are corrupt (an error). A v2 batch's header must
+agree with itself (:func:`kafkalog.format.offsets_rule.check_batch_header`).
 Index checks ride along the walk as observers (:mod:`.verify_index`), so no batch is held.
 """
 
@@ -24,11 +26,13 @@ from ..format import Batch, ControlRecordType, RecordsScan, Tail
 from ..format.codecs import decompress
 from ..format.constants import (
     CONTROL_FLAG_MASK,
+    HEADER_SIZE_UP_TO_MAGIC,
     MAGIC_VALUE_V2,
     MIN_V2_RECORD_SIZE,
     RECORDS_OFFSET,
 )
 from ..format.control import decode_control_type
+from ..format.offsets_rule import check_batch_header
 from ..format.validator_records import v2_compressed_columns, v2_record_columns
 from ..format.validator_scan import V2Header
 from ..format.varint import decode_varint
@@ -79,6 +83,7 @@ class LogScan:
     batches: int = 0
     records: int = 0
     first_offset: int | None = None  # first batch's base offset (its last when unknown)
+    first_position: int | None = None  # where the first batch starts
     last_offset: int | None = None  # last batch's last offset
     gaps: int = 0  # places where a batch does not start right after the previous one
     missing_offsets: int = 0
@@ -129,7 +134,7 @@ def scan_log(
             prev_last = facts.last_offset
             scan.last_offset = facts.last_offset
             if scan.first_offset is None:
-                scan.first_offset = key
+                scan.first_offset, scan.first_position = key, facts.position
         del batch
         scan.valid_bytes, scan.tail = records.valid_bytes, records.tail
         floor = prev_last  # a batch after the last complete one must start above this
@@ -187,15 +192,11 @@ def _check_v2(batch: Batch, scan: LogScan, sink: FindingSink, *, deep: bool) -> 
     scan.records += max(count, 0)
     if _check_crc(batch, stored, base, scan, sink):
         problem = None
-        if delta < 0:
-            problem = f"lastOffsetDelta {delta} is negative"
-        elif count < 0:
-            problem = f"records count {count} is negative"
-        elif count > delta + 1:
-            problem = (
-                f"records count {count} is more than the {delta + 1} offsets {base}..{last} "
-                f"the batch spans (lastOffsetDelta {delta})"
-            )
+        try:
+            check_batch_header(base, delta, count, batch.size_in_bytes, batch.is_compressed,
+                               position=position)  # fmt: skip
+        except _DECODE_ERRORS as e:
+            problem = e.message
         if problem is not None:
             sink.error("batch-header", scan.path, problem, position=position, offset=base)
         elif count == 0 and batch.is_compressed:
@@ -293,8 +294,14 @@ def _records_in_order(batch: Batch, header: tuple) -> bool:
 def _decode_v2(
     batch: Batch, base: int, last: int, is_control: bool, producer_id: int, scan, sink
 ) -> None:
-    """Decode every record: offsets strictly increase inside [base, last]; note ABORT markers."""
+    """Decode every record: offsets strictly increase inside [base, last]; note ABORT markers.
+
+    A control batch of a producer holds COMMIT/ABORT markers (producer state replays them: one
+    that does not decode stops Kafka's recovery); one without a producer id (the control bit set
+    on a plain batch) is skipped by Kafka's consumers and producer state alike, so records that
+    are not control records there hide data (a warning), they do not break the log."""
     previous = base - 1
+    hidden = 0
     try:
         for record in batch.records():
             if not previous < record.offset <= last:
@@ -306,10 +313,27 @@ def _decode_v2(
                 )  # fmt: skip
                 return
             previous = record.offset
-            if is_control and decode_control_type(record.key) == ControlRecordType.ABORT:
+            if not is_control:
+                continue
+            try:
+                control_type = decode_control_type(record.key)
+            except _DECODE_ERRORS:
+                if producer_id >= 0:
+                    raise
+                hidden += 1
+                continue
+            if control_type == ControlRecordType.ABORT:
                 scan.abort_markers[record.offset] = producer_id
     except _DECODE_ERRORS as e:
         _record_corrupt(e, sink, scan.path, batch.position, base)
+        return
+    if hidden:
+        sink.warning(
+            "control-batch-records", scan.path,
+            f"a control batch without a producer id holds {hidden} records that are not control "
+            f"records: Kafka's consumers skip a control batch's records, so they are hidden",
+            position=batch.position, offset=base,
+        )  # fmt: skip
 
 
 def _check_legacy_inner(inner, last: int, sink: FindingSink, path: str, position: int) -> None:
@@ -383,12 +407,23 @@ def _check_tail(view, records: RecordsScan, scan: LogScan, sink, floor, *, activ
     """How the file ends; ``floor``: the offset a next batch must be above (None: unknown)."""
     path, at, left = scan.path, records.valid_bytes, records.invalid_bytes
     if records.tail == Tail.ZEROS:
-        sink.error(
-            "zero-tail", path,
+        what = (
             f"the last {left} bytes are zeros: preallocated space never written, left by an "
-            f"unclean shutdown (Kafka's recovery truncates the file here)",
-            position=at,
-        )  # fmt: skip
+            f"unclean shutdown"
+        )
+        if active:  # a torn tail: what Kafka's recovery cuts, and every reader ends the log at
+            sink.warning(
+                "zero-tail", path,
+                f"{what}; the log ends here (Kafka's recovery truncates the file here)",
+                position=at,
+            )  # fmt: skip
+        else:
+            sink.error(
+                "zero-tail", path,
+                f"{what}, in a file Kafka had completed (a rolled segment or a snapshot): "
+                f"Kafka's recovery truncates the file here and deletes the segments after it",
+                position=at,
+            )  # fmt: skip
     elif records.tail == Tail.CORRUPT:
         sink.error(
             "corrupt-framing", path,
@@ -398,22 +433,28 @@ def _check_tail(view, records: RecordsScan, scan: LogScan, sink, floor, *, activ
         )  # fmt: skip
     elif records.tail == Tail.PARTIAL:
         offset, size, magic = _peek_header(view, at)
-        plausible = (magic is None or magic <= MAGIC_VALUE_V2) and (
-            offset is None or floor is None or offset > floor
+        # Kafka's FileLogInputStream reads no header from 17 bytes or fewer, and stops at an
+        # entry longer than what is left before looking at its magic: both are torn appends to
+        # Kafka's recovery, unless the size field is damaged (verify_tail).
+        header_read = left > HEADER_SIZE_UP_TO_MAGIC
+        plausible = not header_read or (
+            (magic is None or magic <= MAGIC_VALUE_V2)
+            and (offset is None or floor is None or offset > floor)
         )
-        what = f"an incomplete last batch: {left} of its {size + 12 if size else '?'} bytes"
+        if header_read:
+            what = f"an incomplete last batch: {left} of its {size + 12 if size else '?'} bytes"
+        else:
+            what = f"{left} bytes at the end, too few for a batch header"
+        if not plausible:
+            what += (
+                f" (its header is not what a broker writes next: offset {offset}, size {size}, "
+                f"magic {magic}; Kafka's recovery truncates it all the same)"
+            )
         damage = partial_tail_problem(view, at, max_batch_size=DEFAULT_MAX_MESSAGE_BYTES)
         if damage is not None:
             sink.error(
                 "corrupt-framing", path,
                 f"{damage} (Kafka's recovery would truncate the file here)",
-                position=at, offset=offset,
-            )  # fmt: skip
-        elif not plausible:
-            sink.error(
-                "corrupt-framing", path,
-                f"{left} trailing bytes do not start a plausible batch (offset {offset}, size "
-                f"{size}, magic {magic})",
                 position=at, offset=offset,
             )  # fmt: skip
         elif active:

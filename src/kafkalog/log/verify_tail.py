@@ -18,7 +18,13 @@ from __future__ import annotations
 
 import struct
 
-from ..format.constants import LOG_OVERHEAD, MAGIC_OFFSET, MAGIC_VALUE_V2, RECORD_BATCH_OVERHEAD
+from ..format.constants import (
+    HEADER_SIZE_UP_TO_MAGIC,
+    LOG_OVERHEAD,
+    MAGIC_OFFSET,
+    MAGIC_VALUE_V2,
+    RECORD_BATCH_OVERHEAD,
+)
 from ..format.crc import crc32c
 
 __all__ = ["DEFAULT_MAX_MESSAGE_BYTES", "next_valid_batch", "partial_tail_problem"]
@@ -42,7 +48,7 @@ def partial_tail_problem(
     sets it.
     """
     left = len(view) - at
-    if left < LOG_OVERHEAD:
+    if left <= HEADER_SIZE_UP_TO_MAGIC:  # Kafka's FileLogInputStream stops there: not read
         return None
     size = _SIZE.unpack_from(view, at + 8)[0]
     if size + LOG_OVERHEAD > max_batch_size:
