@@ -125,7 +125,8 @@ def test_all_topics_but_internal_ones_by_default(tmp_path):
 def test_ranges_are_split_at_index_entries_and_cover_every_record_once(tmp_path):
     written = write_dir(tmp_path, {"a": 1}, 3000, segment_bytes=64 * 1024)
     parts, batches = _read({"path": str(tmp_path), "minpartitions": "1"}, split_bytes=20_000)
-    assert len(parts) >= 4
+    assert len(parts) == 1  # one task for the partition (Spark's rule) ...
+    assert len(parts[0].parts) >= 4  # ... of byte ranges cut at verified index entries
     offsets = [o for b in batches for o in b.column(4).to_pylist()]
     assert sorted(offsets) == list(range(3000))
     assert _values(batches) == [r["value"] for r in written[("a", 0)]]
@@ -243,14 +244,18 @@ print(rows, (after - before) // 1024)
     del resource
 
 
-def test_small_ranges_are_packed_into_enough_tasks_for_the_cores(tmp_path, monkeypatch):
-    from kafkalog.table import reader
-
-    monkeypatch.setattr(reader, "PACK_BELOW", 4096)
-    monkeypatch.setattr(reader, "PACK_UP_TO", 1 << 20)
-    monkeypatch.setattr(reader.os, "cpu_count", lambda: 2)
+def test_one_task_per_topic_partition_whatever_the_segments(tmp_path):
+    """Spark's Kafka source plans one task per topic-partition offset range: a partition of
+    many small segments is one task reading them in turn, never a task per segment."""
     written = write_dir(tmp_path, {"a": 4}, 300, segment_bytes=2048)
+    assert len(list((tmp_path / "a-0").glob("*.log"))) >= 5
     parts, batches = _read({"path": str(tmp_path)})
-    assert len(parts) >= 2 * 2  # not one task holding every small segment
+    assert [(p.topic, p.partition) for p in parts] == [("a", 0), ("a", 1), ("a", 2), ("a", 3)]
+    for p in parts:
+        assert (p.start_offset, p.end_offset) == (0, 300)
+        assert len(p.parts) == len(list((tmp_path / f"a-{p.partition}").glob("*.log")))
     expected = sorted(r["value"] for rows in written.values() for r in rows)
     assert sorted(_values(batches)) == expected
+    for opts in ({"minpartitions": "2"}, {"minpartitions": "4"}, {"maxrecordsperpartition": "300"}):
+        parts, _ = _read({"path": str(tmp_path), **opts})
+        assert len(parts) == 4, opts  # nothing to split: still one task per topic-partition

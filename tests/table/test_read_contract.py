@@ -204,7 +204,7 @@ def test_timestamps_are_found_from_the_batches(tmp_path: Path, kind: str) -> Non
         first = next(o for o, ts in expected if ts >= target)
         table = open_data_dir(tmp_path, starting_timestamp=target).read_all()
         assert table.column("offset").to_pylist() == [o for o, _ in expected if o >= first]
-    with pytest.raises(ValueError, match="No offset matched the starting timestamp"):
+    with pytest.raises(ValueError, match="No offset matched"):
         open_data_dir(tmp_path, starting_timestamp=expected[-1][1] + 1)
 
 
@@ -212,3 +212,34 @@ def _records_with_timestamps(data: bytes):
     records = KpMemoryRecords(data)
     while (batch := records.next_batch()) is not None:
         yield from batch
+
+
+@pytest.mark.parametrize("size", [2**31 - 1, 40_000])
+def test_a_damaged_size_field_is_damage_not_a_torn_tail(tmp_path: Path, size: int) -> None:
+    """An entry claiming more bytes than are left is a torn tail only when it could be the last
+    append: not when it claims more than a broker accepts (max.message.bytes, 1048588 by
+    default) nor when whole batches lie inside the bytes it claims (verify's rule)."""
+    data = bytearray(write_log(tmp_path))
+    pos, _ = extents(bytes(data))[4]
+    struct.pack_into(">i", data, pos + 8, size - 12)
+    _log(tmp_path).write_bytes(bytes(data))
+    reader = open_data_dir(tmp_path)
+    got = []
+    with pytest.raises(KafkalogError) as raised:
+        for batch in reader:
+            got.extend(batch.column("offset").to_pylist())
+    assert got == [r[0] for r in kafka_python_records(bytes(data[:pos]))]
+    assert f"position {pos}" in str(raised.value) and "size field is damaged" in str(raised.value)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "symlink loop"])
+def test_a_segment_that_is_not_a_regular_file_is_refused_by_name(tmp_path: Path, kind) -> None:
+    write_log(tmp_path)
+    odd = tmp_path / "t-0" / "00000000000000000100.log"
+    if kind == "fifo":
+        os.mkfifo(odd)  # opening it would block
+    else:
+        odd.symlink_to(odd.name)
+    with pytest.raises(OSError, match="not a regular file") as raised:
+        open_data_dir(tmp_path).read_all()
+    assert str(odd) in str(raised.value)

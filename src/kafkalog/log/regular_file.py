@@ -137,6 +137,9 @@ def irregular_reason(path: str | os.PathLike) -> str | None:
     return f"not a regular file ({describe_mode(mode)})"
 
 
+_SEGMENT_FILE_SUFFIXES = (".log", ".index", ".timeindex", ".txnindex", ".snapshot")
+
+
 def require_regular_entries(directory: str | os.PathLike) -> None:
     """Raise NotRegularFileError for the first entry of ``directory`` (a partition directory)
     that is neither a regular file nor a directory: a FIFO, socket or device named like a
@@ -144,6 +147,8 @@ def require_regular_entries(directory: str | os.PathLike) -> None:
     for name in sorted(os.listdir(directory)):
         path = os.path.join(os.fspath(directory), name)
         reason = irregular_reason(path)
+        if reason is None and name.endswith(_SEGMENT_FILE_SUFFIXES) and os.path.isdir(path):
+            reason = "not a regular file (a directory named like a segment file)"
         if reason is not None:
             code = errno.ELOOP if "loop" in reason else errno.EINVAL
             raise NotRegularFileError(code, reason, path)

@@ -15,10 +15,11 @@ a broker::
     df.write.format("kafkalog").option("topic", "copy").option("numPartitions", 8).save(path)
 
 Schema: Spark's Kafka source's (key, value, topic, partition, offset, timestamp, timestampType,
-plus headers with includeHeaders=true). Planning happens on the driver from listings, indexes and
-segment tails (never whole .log files); one input partition per segment, cut at offset-index
-entries into ranges of about 128 MB; read() yields Arrow batches from the columnar decoder.
-Options, partitioning and the streaming source and sink: docs/spark.md.
+plus headers with includeHeaders=true). Options are checked at load(); planning happens when a
+query runs, from listings, indexes and segment tails (never whole .log files), into Spark's Kafka
+source's tasks: one per topic-partition offset range, divided by offsets for minPartitions and
+maxRecordsPerPartition; read() yields Arrow batches from the columnar decoder. Options,
+partitioning and the streaming source and sink: docs/spark.md.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 from ..table.options import OptionError, parse_read_options, parse_write_options
+from ..table.planner import discover
 from ..table.reader import (
     OffsetRange,
     open_selected,
@@ -79,7 +81,12 @@ class KafkaLogDataSource(DataSource):
         return "kafkalog"
 
     def schema(self) -> str:
-        return spark_schema_ddl(_include_headers(self.options))
+        # Spark asks for the schema at load(): bad options and paths fail there, at analysis,
+        # not at the first action (what differs between batch and streaming is checked when
+        # Spark asks for a reader of either).
+        options = parse_read_options(self.options, streaming=None)
+        discover(options.paths, report=True, warn=False)
+        return spark_schema_ddl(options.include_headers)
 
     def reader(self, schema: StructType) -> DataSourceReader:
         options = parse_read_options(self.options)

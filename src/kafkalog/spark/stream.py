@@ -26,6 +26,7 @@ from ..table.options import ReadOptions
 from ..table.planner import data_loss
 from ..table.reader import (
     OffsetRange,
+    _check_all_given,
     _resolve,
     open_selected,
     plan_input_partitions,
@@ -73,6 +74,13 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def initialOffset(self) -> dict:
         logs = open_selected(self.options)
         try:
+            starting = self.options.starting
+            if starting.kind == "offsets":  # as Spark's KafkaOffsetReader.fetchSpecificOffsets
+                _check_all_given(starting.offsets, logs, "startingOffsets", streaming=True)
+            elif starting.kind == "timestamps":
+                _check_all_given(
+                    starting.offsets, logs, "startingOffsetsByTimestamp", streaming=True
+                )
             out = {}
             for tp, log in logs.items():
                 upper = (

@@ -37,7 +37,6 @@ import pyarrow.compute as pc
 from ..errors import CorruptRecordError, KafkalogError
 from ..format.entries import entry_header
 from ..table.options import OptionError, WriteOptions
-from ..table.schema import SINK_COLUMNS
 
 try:
     from pyspark.sql.datasource import (
@@ -66,18 +65,35 @@ class StagedFiles(WriterCommitMessage):
 
 
 def _check_columns(schema, options: WriteOptions) -> None:
-    names = [f.name for f in schema.fields] if schema is not None else []
-    if "value" not in names:
-        raise OptionError("Required attribute 'value' not found (Spark's Kafka sink columns)")
-    if options.topic is None and "topic" not in names:
+    """Spark's Kafka sink's checks (``KafkaWriter.validateQuery``), before any task runs: a
+    ``value`` column, a topic (option or column), and each sink column's type, with Spark's
+    wording. Columns the sink does not use are ignored, as Spark ignores them."""
+    fields = {f.name: f.dataType for f in schema.fields} if schema is not None else {}
+    if options.topic is None:
+        if "topic" not in fields:
+            raise OptionError(
+                "topic option required when no 'topic' attribute is present. Use the topic "
+                "option for setting a topic."
+            )
+        _check_type("topic", fields["topic"], ("string",))
+    for name, desired in (  # Spark's order: topic, key, value, headers, partition
+        ("key", ("string", "binary")),
+        ("value", ("string", "binary")),
+        ("headers", ("array<struct<key:string,value:binary>>",)),
+        ("partition", ("int",)),
+    ):
+        if name in fields:
+            _check_type(name, fields[name], desired)
+        elif name == "value":
+            raise OptionError("Required attribute 'value' not found")
+
+
+def _check_type(name: str, data_type, desired: tuple[str, ...]) -> None:
+    """Spark's ``KafkaWriter.expression`` check (types compared without nullability)."""
+    got = data_type.simpleString()
+    if got not in desired:
         raise OptionError(
-            "topic option required when no 'topic' attribute is present. Use the topic option "
-            "for setting a topic."
-        )
-    unknown = [n for n in names if n not in SINK_COLUMNS]
-    if unknown:
-        raise OptionError(
-            f"columns {unknown} are not Kafka sink columns ({', '.join(SINK_COLUMNS)})"
+            f"{name} attribute unsupported type {got}. {name} must be a(n) {' or '.join(desired)}"
         )
 
 
@@ -106,7 +122,8 @@ class _TaskWriter:
         n = self.counts.get(topic)
         if n is None:
             n = self.options.num_partitions if self.overwrite else None
-            n = n or existing_partitions(self.options.path, topic)
+            if not n:  # an existing topic keeps its partitions (the driver checked numPartitions
+                n = existing_partitions(self.options.path, topic)  # for the topic option)
             if not n:
                 n = self.options.num_partitions
                 if not n:
@@ -244,6 +261,18 @@ def _millis(ts: pa.Array) -> pa.Array:
     return ts.cast(pa.int64())
 
 
+def check_partition_count(options: WriteOptions, topic: str, existing: int) -> None:
+    """Appending to a topic keeps its partitions: a different numPartitions is an error."""
+    wanted = options.num_partitions
+    if wanted and wanted != existing:
+        raise OptionError(
+            f"topic {topic!r} already has {existing} partitions in {options.path}, and "
+            f"numPartitions is {wanted}: an append writes to the existing partitions (Kafka "
+            f"never changes a topic's partition count on produce). Leave numPartitions out, or "
+            f"use mode('overwrite') to replace the topic with {wanted} partitions"
+        )
+
+
 def existing_partitions(path: str, topic: str) -> int:
     """The partition count of ``topic`` in data directory ``path`` (0 if absent)."""
     from ..table.planner import discover
@@ -271,7 +300,6 @@ def commit_staged(options: WriteOptions, messages, *, overwrite: bool, before_ap
     """Append every staged file to its partition's log, in task order; returns
     {(topic, partition): (first offset, next offset)}. ``before_append(manager, tps)`` runs
     under the lock first (the streaming sink's bookkeeping). On failure nothing stays appended."""
-    from ..log.manager import LogManager
     from ..log.naming import TopicPartition
     from ..table.reader import iter_chunks
 
@@ -281,7 +309,7 @@ def commit_staged(options: WriteOptions, messages, *, overwrite: bool, before_ap
         for tp, (path, _records) in m.files.items():
             written.setdefault(tuple(tp), []).append(path)
     topics = sorted({t for t, _ in written})
-    manager = LogManager(options.path, writable=True, create=True)
+    manager = _open_locked(options)
     touched: dict = {}
     try:
         if before_append is not None and before_append(manager, written) is False:
@@ -323,6 +351,28 @@ def commit_staged(options: WriteOptions, messages, *, overwrite: bool, before_ap
         manager.close()
 
 
+LOCK_POLL_SECONDS = 0.05
+
+
+def _open_locked(options: WriteOptions):
+    """The data directory's LogManager, waiting up to ``lockTimeoutMs`` for its lock (another
+    write committing, a ``kafkalog`` command) before failing."""
+    from ..log.manager import DataDirLockedError, LogManager
+
+    deadline = time.monotonic() + options.lock_timeout_ms / 1000
+    while True:
+        try:
+            return LogManager(options.path, writable=True, create=True)
+        except DataDirLockedError as e:
+            if time.monotonic() >= deadline:
+                raise DataDirLockedError(
+                    f"{e.message}; waited {options.lock_timeout_ms} ms for it (option "
+                    f"lockTimeoutMs): stop the process that holds it, or wait longer",
+                    path=e.path,
+                ) from None
+            time.sleep(LOCK_POLL_SECONDS)
+
+
 def _drop_topics(manager, topics) -> None:
     """Overwrite: remove the partitions of ``topics`` (renamed ``-delete``, then deleted)."""
     from ..log.naming import log_delete_dir_name
@@ -346,13 +396,19 @@ class KafkaLogWriter(DataSourceArrowWriter):
         os.makedirs(options.path, exist_ok=True)
         self.staging = os.path.join(options.path, STAGING_DIR, uuid.uuid4().hex)
         os.makedirs(self.staging)
-        if options.topic is not None and not options.num_partitions:
-            if not existing_partitions(options.path, options.topic):
+        if options.topic is not None:
+            existing = existing_partitions(options.path, options.topic)
+            try:
+                if not existing and not options.num_partitions:
+                    raise OptionError(
+                        f"topic {options.topic!r} does not exist in {options.path}: give the "
+                        f"option numPartitions to create it"
+                    )
+                if existing and not overwrite:
+                    check_partition_count(options, options.topic, existing)
+            except OptionError:
                 _remove_staging(self.staging)
-                raise OptionError(
-                    f"topic {options.topic!r} does not exist in {options.path}: give the "
-                    f"option numPartitions to create it"
-                )
+                raise
 
     def write(self, iterator):
         task = _TaskWriter(self.options, self.staging, overwrite=self.overwrite)

@@ -10,11 +10,16 @@ unknown option, a bad value or a contradictory combination raises :class:`Option
 
 from __future__ import annotations
 
+import contextvars
+import difflib
+import glob
 import json
+import os
 import re
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from urllib.parse import unquote, urlparse
 
 from ..errors import KafkalogError
 
@@ -27,6 +32,19 @@ __all__ = [
 ]
 
 EARLIEST, LATEST = -2, -1
+
+# Topics Kafka marks internal (``org.apache.kafka.common.internals.Topic.isInternal``: the group,
+# transaction and share-group state topics) and KRaft's metadata log. A Kafka consumer leaves them
+# out of pattern subscriptions (``exclude.internal.topics=true``, the default, which Spark's Kafka
+# source keeps) but reads them when they are subscribed or assigned by name.
+INTERNAL_TOPICS = frozenset(
+    ("__consumer_offsets", "__transaction_state", "__share_group_state", "__cluster_metadata")
+)
+
+
+def is_internal_topic(topic: str) -> bool:
+    """Whether Kafka treats ``topic`` as internal (left out of pattern subscriptions)."""
+    return topic in INTERNAL_TOPICS
 
 
 class OptionError(KafkalogError, ValueError):
@@ -43,7 +61,7 @@ _CANONICAL = {
         "kafka.isolation.level", "maxOffsetsPerTrigger", "minOffsetsPerTrigger",
         "maxTriggerDelay", "pushdown", "topic", "numPartitions", "codec",
         "kafka.compression.type", "compressionLevel", "batchSize", "kafka.batch.size",
-        "segmentBytes", "sinkId", "checkpointLocation", "dataLossLog",
+        "segmentBytes", "sinkId", "checkpointLocation", "dataLossLog", "lockTimeoutMs",
     )
 }  # fmt: skip
 # Spark Kafka options (besides kafka.*) with no meaning for files: accepted, ignored, warned about.
@@ -64,12 +82,37 @@ _READ_ONLY = {"assign", "subscribe", "subscribepattern", "startingoffsets", "end
               "kafka.isolation.level", "maxoffsetspertrigger", "minoffsetspertrigger",
               "maxtriggerdelay", "pushdown", "datalosslog"}  # fmt: skip
 _WRITE_ONLY = {"topic", "numpartitions", "codec", "kafka.compression.type", "compressionlevel",
-               "batchsize", "kafka.batch.size", "segmentbytes", "sinkid"}  # fmt: skip
+               "batchsize", "kafka.batch.size", "segmentbytes", "sinkid",
+               "locktimeoutms"}  # fmt: skip
 _STREAM_ONLY = {"maxoffsetspertrigger", "minoffsetspertrigger", "maxtriggerdelay"}
 
 
+# The user's spelling of each option, by lower-cased key, while options are parsed. Through
+# Spark it is lost before kafkalog sees the options (Spark's JVM lower-cases the names of a
+# Python data source's options), so names are then given as Spark's documentation spells them.
+_SPELLING: contextvars.ContextVar[dict[str, str] | None] = contextvars.ContextVar(
+    "kafkalog_option_spelling", default=None
+)
+
+
+def _lower(options: Mapping[str, str]) -> dict[str, str]:
+    """Options by lower-cased name (Spark's names are case-insensitive); remembers the user's
+    spelling of each for messages."""
+    _SPELLING.set({str(k).lower(): str(k) for k in options})
+    return {str(k).lower(): str(v) for k, v in options.items() if v is not None}
+
+
 def _name(key: str) -> str:
-    return _CANONICAL.get(key, key)
+    spelled = (_SPELLING.get() or {}).get(key)
+    if spelled is not None and spelled != key:
+        return spelled  # as the user wrote it
+    return _CANONICAL.get(key, spelled or key)
+
+
+def _suggest(key: str) -> str:
+    known = {**_CANONICAL, **_IGNORED}
+    close = difflib.get_close_matches(key, list(known), n=1, cutoff=0.75)
+    return f" (did you mean {known[close[0]]!r}?)" if close else ""
 
 
 def _warn_ignored(key: str, why: str) -> None:
@@ -160,8 +203,11 @@ class ReadOptions:
         if self.subscribe is not None:
             return topic in self.subscribe
         if self.subscribe_pattern is not None:
-            return re.fullmatch(self.subscribe_pattern, topic) is not None
-        return not topic.startswith("__")
+            return (
+                not is_internal_topic(topic)
+                and re.fullmatch(self.subscribe_pattern, topic) is not None
+            )
+        return not topic.startswith("__")  # internal topics, and others named like them
 
 
 def _paths(options: Mapping[str, str]) -> tuple[str, ...]:
@@ -176,7 +222,38 @@ def _paths(options: Mapping[str, str]) -> tuple[str, ...]:
         paths.insert(0, options["path"])
     if not paths:
         raise OptionError("no data directory: use load(dataDir) (or load([dir1, dir2]))")
-    return tuple(dict.fromkeys(paths))
+    out: list[str] = []
+    for raw in paths:
+        out.extend(_expand(_local_path(raw)))
+    return tuple(dict.fromkeys(out))
+
+
+def _local_path(raw: str) -> str:
+    """A path, or a ``file:`` URI as Spark and Hadoop write them (``file:///d``, ``file:/d``)."""
+    if not raw.startswith("file:") and "://" not in raw:
+        return raw
+    url = urlparse(raw)
+    if url.scheme != "file":
+        raise OptionError(
+            f"path {raw!r}: kafkalog reads data directories on a local or mounted filesystem "
+            f"(a path or a file:// URI), not {url.scheme}:// (copy the directory, or mount it)"
+        )
+    if url.netloc not in ("", "localhost"):
+        raise OptionError(
+            f"path {raw!r}: a file:// URI names a path on this machine (file:///dir), "
+            f"not on host {url.netloc!r}"
+        )
+    return unquote(url.path)
+
+
+def _expand(path: str) -> list[str]:
+    """A glob (``/data/broker-*/kafka-logs``) as the directories it matches, in order."""
+    if not any(c in path for c in "*?[") or os.path.exists(path):
+        return [path]
+    matched = sorted(p for p in glob.glob(path) if os.path.isdir(p))
+    if not matched:
+        raise OptionError(f"path {path!r} is a glob that matches no directory")
+    return matched
 
 
 def _duration_ms(raw: str, key: str) -> int:
@@ -199,7 +276,7 @@ def _check_keys(options: Mapping[str, str], *, reading: bool, streaming: bool) -
                     _warn_ignored(key, "it only applies to reading")
                 continue
             _warn_ignored(key, "Kafka client settings mean nothing for a data directory")
-        elif key in _STREAM_ONLY and reading and not streaming:
+        elif key in _STREAM_ONLY and reading and streaming is False:
             _warn_ignored(key, "it only applies to streaming queries")
         elif key in _IGNORED and key not in _STREAM_ONLY:
             _warn_ignored(key, "it means nothing for a data directory")
@@ -213,27 +290,32 @@ def _check_keys(options: Mapping[str, str], *, reading: bool, streaming: bool) -
                 raise OptionError(f"option {_name(key)} is for writing, not reading")
         else:
             raise OptionError(
-                f"unknown option {key!r}; see docs/spark.md for the options of the kafkalog source"
+                f"unknown option {_name(key)!r}{_suggest(key)}: remove it, or see docs/spark.md "
+                f"for the options of the kafkalog source"
             )
 
 
-def _offset_spec(options, key: str, *, start: bool, streaming: bool) -> OffsetSpec:
+def _offset_spec(options, key: str, *, start: bool, streaming: bool | None) -> OffsetSpec:
     raw = options.get(key)
     default = "latest" if (streaming or not start) else "earliest"
+    batch = streaming is False
     text = (raw if raw is not None else default).strip()
     if text.lower() == "earliest":
         if not start:
             raise OptionError("endingOffsets cannot be 'earliest' (a range ending at the start)")
         return OffsetSpec("earliest")
     if text.lower() == "latest":
-        if start and not streaming:
-            raise OptionError("startingOffsets cannot be 'latest' for a batch query")
+        if start and batch:
+            raise OptionError(
+                "startingOffsets cannot be 'latest' for a batch query: use 'earliest' or JSON "
+                "offsets (a batch query reads a range that ends at endingOffsets)"
+            )
         return OffsetSpec("latest")
     offsets = _partition_map(text, key)
     for tp, v in offsets.items():
         if v < EARLIEST:
             raise OptionError(f"option {_name(key)}: {tp[0]}-{tp[1]} has invalid offset {v}")
-        if start and not streaming and v == LATEST:
+        if start and batch and v == LATEST:
             raise OptionError(
                 f"startingOffsets for {tp[0]}-{tp[1]} cannot be -1 (latest) for a batch query"
             )
@@ -255,9 +337,13 @@ def _timestamp_spec(options, global_key: str, map_key: str) -> OffsetSpec | None
     return None
 
 
-def parse_read_options(options: Mapping[str, str], *, streaming: bool = False) -> ReadOptions:
-    """Check every read option; warnings for ignored ones, OptionError for the rest."""
-    options = {str(k).lower(): str(v) for k, v in options.items() if v is not None}
+def parse_read_options(
+    options: Mapping[str, str], *, streaming: bool | None = False
+) -> ReadOptions:
+    """Check every read option; warnings for ignored ones, OptionError for the rest.
+    ``streaming=None`` checks what holds for batch and streaming queries alike (at ``load()``,
+    before Spark says which it is)."""
+    options = _lower(options)
     _check_keys(options, reading=True, streaming=streaming)
     chosen = [k for k in ("assign", "subscribe", "subscribepattern") if k in options]
     if len(chosen) > 1:
@@ -314,8 +400,8 @@ def parse_read_options(options: Mapping[str, str], *, streaming: bool = False) -
             "option kafka.isolation.level must be read_uncommitted or read_committed, "
             f"not {isolation!r}"
         )
-    max_trigger = _int(options, "maxoffsetspertrigger") if streaming else None
-    min_trigger = _int(options, "minoffsetspertrigger") if streaming else None
+    max_trigger = _int(options, "maxoffsetspertrigger") if streaming is not False else None
+    min_trigger = _int(options, "minoffsetspertrigger") if streaming is not False else None
     delay = _duration_ms(options.get("maxtriggerdelay", "15m"), "maxtriggerdelay")
     if max_trigger is not None and min_trigger is not None and min_trigger > max_trigger:
         raise OptionError("minOffsetsPerTrigger cannot be greater than maxOffsetsPerTrigger")
@@ -353,10 +439,11 @@ class WriteOptions:
     batch_size: int
     segment_bytes: int | None
     sink_id: str | None
+    lock_timeout_ms: int = 5000  # how long a commit waits for the data directory's lock
 
 
 def parse_write_options(options: Mapping[str, str]) -> WriteOptions:
-    options = {str(k).lower(): str(v) for k, v in options.items() if v is not None}
+    options = _lower(options)
     _check_keys(options, reading=False, streaming=False)
     paths = _paths(options)
     if len(paths) != 1:
@@ -386,4 +473,10 @@ def parse_write_options(options: Mapping[str, str]) -> WriteOptions:
         batch_size=sizes.pop() if sizes else 16384,
         segment_bytes=_int(options, "segmentbytes", minimum=1024),
         sink_id=options.get("sinkid") or options.get("checkpointlocation"),
+        lock_timeout_ms=_int_or(options, "locktimeoutms", 5000),
     )
+
+
+def _int_or(options: Mapping[str, str], key: str, default: int) -> int:
+    value = _int(options, key, minimum=0)
+    return default if value is None else value

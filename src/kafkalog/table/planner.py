@@ -39,7 +39,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import KafkalogError
+from ..errors import CorruptRecordError, KafkalogError
+from ..format.constants import HEADER_SIZE_UP_TO_MAGIC
 from ..format.entries import HEADER_PEEK, Tail, entry_header
 from ..log.checkpoints import LOG_START_OFFSET_CHECKPOINT, read_offset_checkpoint
 from ..log.clock import SystemClock
@@ -57,6 +58,7 @@ from ..log.naming import (
 )
 from ..log.producer_snapshot import CorruptSnapshotError, list_snapshot_files, read_snapshot
 from ..log.segment import LogSegment
+from ..log.verify_tail import DEFAULT_MAX_MESSAGE_BYTES, partial_tail_problem
 
 __all__ = [
     "DataLossError",
@@ -65,6 +67,7 @@ __all__ = [
     "SegmentInfo",
     "data_loss",
     "discover",
+    "notice",
     "open_partition",
     "torn_tail",
 ]
@@ -142,11 +145,23 @@ def torn_tail(path: str, position: int, size: int, tail: str) -> None:
     warnings.warn(f"kafkalog: {text}", stacklevel=3)
 
 
-def discover(paths) -> dict[TopicPartition, Path]:
+def notice(text: str) -> None:
+    """A warning the user should see: on the ``kafkalog`` logger (in Spark, the log of the
+    process that plans) and as a ``warnings`` warning."""
+    _log.warning("%s", text)
+    warnings.warn(f"kafkalog: {text}", stacklevel=3)
+
+
+def discover(paths, *, report: bool = False, warn: bool = True) -> dict[TopicPartition, Path]:
     """Live partition directories of the data directories ``paths`` (one broker's log.dirs).
 
     ``-delete``, ``-future`` and ``-stray`` directories are skipped; a partition in two
-    directories is an error. A path that is itself a partition directory counts as one."""
+    directories is an error. A path that is itself a partition directory counts as one.
+
+    With ``report`` (a read), what was found is checked against what a data directory is: a
+    partition directory given as a path is read with a warning; a path without partition
+    directories whose subfolders hold some (the parent of several data directories) is an
+    error naming them; an empty one is a warning (``warn=False``: only the error)."""
     found: dict[TopicPartition, Path] = {}
     for raw in paths:
         root = Path(raw)
@@ -155,7 +170,17 @@ def discover(paths) -> dict[TopicPartition, Path]:
                 f"data directory {raw} does not exist or is not a directory (it must be visible "
                 f"from the driver and every executor)"
             )
-        children = [root] if _is_partition_dir(root) else sorted(p for p in root.iterdir())
+        if _is_partition_dir(root):
+            children = [root]
+            if report and warn:
+                notice(
+                    f"{raw} is a topic-partition directory ({root.name}: it holds .log files), "
+                    f"not a data directory: only that partition is read; give its parent "
+                    f"{root.parent} to read the data directory's partitions"
+                )
+        else:
+            children = sorted(p for p in root.iterdir())
+        before = len(found)
         for child in children:
             if not child.is_dir():
                 continue
@@ -163,7 +188,7 @@ def discover(paths) -> dict[TopicPartition, Path]:
                 parsed = parse_partition_dir_name(child.name)
             except (InvalidFileNameError, KafkalogError):
                 continue
-            if parsed.kind != PartitionDirKind.LIVE:
+            if parsed.kind != PartitionDirKind.LIVE or _nested_data_dir(child):
                 continue
             tp = parsed.topic_partition
             if tp in found:
@@ -174,15 +199,70 @@ def discover(paths) -> dict[TopicPartition, Path]:
                     path=str(child),
                 )
             found[tp] = child
+        if report and len(found) == before:
+            _no_partitions(raw, children, warn)
     return found
 
 
-def _is_partition_dir(path: Path) -> bool:
+def _no_partitions(raw: str, children: list[Path], warn: bool) -> None:
+    """A path where no topic-partition directory was found: an error if its subfolders look
+    like data directories (the parent of several log.dirs), else a warning."""
+    from .options import OptionError
+
+    nested = [c for c in children if c.is_dir() and _holds_partitions(c)]
+    if nested:
+        names = ", ".join(c.name for c in nested[:10]) + (" ..." if len(nested) > 10 else "")
+        paths = ", ".join(repr(str(c)) for c in nested[:3])
+        raise OptionError(
+            f"no topic-partition directories in {raw}; its subfolders {names} look like data "
+            f"directories (they hold <topic>-<partition> folders): load one of them, or several "
+            f"of one broker's log.dirs with load([{paths}{', ...' if len(nested) > 3 else ''}])"
+        )
+    what = "it is empty" if not children else "none of its entries is one"
+    if warn:
+        notice(
+            f"no topic-partition directories in {raw} ({what}; a Kafka data directory holds "
+            f"folders named <topic>-<partition> with .log segment files): nothing is read from it"
+        )
+
+
+def _nested_data_dir(path: Path) -> bool:
+    """Whether a folder named like a partition (``broker-1``) is rather a data directory: no
+    segment file in it, and folders named like partitions."""
+    nested = False
     try:
-        parsed = parse_partition_dir_name(path.name)
+        for p in path.iterdir():
+            if p.name.endswith(LOG_FILE_SUFFIX):
+                return False
+            if not nested and _is_partition_name(p.name) and p.is_dir():
+                nested = True
+    except OSError:
+        return False
+    return nested
+
+
+def _holds_partitions(path: Path, limit: int = 1000) -> bool:
+    try:
+        entries = path.iterdir()
+        for n, p in enumerate(entries):
+            if n >= limit:
+                break
+            if p.is_dir() and _is_partition_name(p.name):
+                return True
+    except OSError:
+        return False
+    return False
+
+
+def _is_partition_name(name: str) -> bool:
+    try:
+        return parse_partition_dir_name(name).kind == PartitionDirKind.LIVE
     except (InvalidFileNameError, KafkalogError):
         return False
-    return parsed.kind == PartitionDirKind.LIVE and any(
+
+
+def _is_partition_dir(path: Path) -> bool:
+    return _is_partition_name(path.name) and any(
         p.name.endswith(LOG_FILE_SUFFIX) for p in path.iterdir()
     )
 
@@ -428,11 +508,21 @@ class PartitionLog:
 
 def _tail(seg: LogSegment, path: str, hints: IndexHints) -> tuple[int, SegmentWalk]:
     """(next offset, the walk) of the last segment, walking headers from its last usable index
-    hint (its start without one)."""
+    hint (its start without one). An incomplete last entry that verify would call damage (a
+    size past the largest batch a broker accepts, or a whole batch inside the bytes it claims:
+    :func:`kafkalog.log.verify_tail.partial_tail_problem`) is not a torn tail but corruption."""
     start = hints.last()
     walk = SegmentWalk(path, start).run()
     if walk.valid_end == start and start > 0:  # nothing valid past the hint: from the start
         walk = SegmentWalk(path, 0).run()
+    left = (walk.end or 0) - walk.valid_end
+    if walk.tail == Tail.PARTIAL and left > HEADER_SIZE_UP_TO_MAGIC:  # a header to judge
+        with open(path, "rb") as f:
+            rest = os.pread(f.fileno(), min(left, 2 * DEFAULT_MAX_MESSAGE_BYTES), walk.valid_end)
+        problem = partial_tail_problem(rest, 0, max_batch_size=DEFAULT_MAX_MESSAGE_BYTES)
+        if problem is not None:
+            walk.tail = Tail.CORRUPT
+            walk.error = CorruptRecordError(problem, position=walk.valid_end, path=path)
     next_offset = seg.base_offset if walk.last_offset is None else walk.last_offset + 1
     return max(next_offset, seg.base_offset), walk
 

@@ -1,19 +1,22 @@
-"""Input partitions and reading them: byte ranges of segments -> Arrow record batches.
+"""Input partitions and reading them: offset ranges of topic-partitions -> Arrow record batches.
 
-An input partition is a byte range of one segment file, cut at batch starts taken from the
-offset index (about 128 MB each by default, smaller with minPartitions or
-maxRecordsPerPartition), plus the offset range to keep and, for read_committed, the aborted
-transactions that overlap it. ``read()`` preads the range in chunks of about 8 MB ending at batch
-boundaries, so a task's memory stays bounded whatever the segment size, and decodes each chunk in
-pieces of whole batches sized to give Arrow batches of about TARGET_ROWS rows or
-TARGET_BATCH_BYTES (:mod:`kafkalog.format.fast`), each yielded as is: no pandas, no per-row
-Python object.
+Tasks are planned as Spark's Kafka source plans them (:func:`spark_offset_ranges`): one per
+topic-partition offset range, divided by offsets only for minPartitions or
+maxRecordsPerPartition. A task is the byte ranges of the segments holding its offsets
+(:class:`KafkaInputPartition`, several in a :class:`PackedInputPartition`), each starting at a
+batch start taken from verified offset-index hints, plus the offset range to keep and, for
+read_committed, the aborted transactions that overlap it. ``read()`` preads each byte range in
+chunks of about 8 MB ending at batch boundaries, so a task's memory stays bounded whatever the
+segment size, and decodes each chunk in pieces of whole batches sized to give Arrow batches of
+about TARGET_ROWS rows or TARGET_BATCH_BYTES (:mod:`kafkalog.format.fast`), each yielded as is:
+no pandas, no per-row Python object.
 """
 
 from __future__ import annotations
 
 import functools
 import itertools
+import math
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -28,7 +31,7 @@ from ..format.entries import ENTRY_HEADER as _ENTRY
 from ..format.entries import frame_entry
 from ..log.naming import TopicPartition
 from .options import EARLIEST, LATEST, OptionError, ReadOptions
-from .planner import PartitionLog, data_loss, discover, open_partition
+from .planner import PartitionLog, data_loss, discover, notice, open_partition
 
 if TYPE_CHECKING:
     from ..format.fast import ColumnarDecoder
@@ -39,9 +42,9 @@ __all__ = [
     "PackedInputPartition",
     "plan_input_partitions",
     "read_partition",
+    "spark_offset_ranges",
 ]
 
-SPLIT_BYTES = 128 << 20  # an input partition's target size
 CHUNK_BYTES = 8 << 20  # bytes handed to the decoder at a time
 TARGET_ROWS = 10_000  # rows per Arrow batch (fewer when rows are big)
 TARGET_BATCH_BYTES = 8 << 20
@@ -56,8 +59,12 @@ class KafkaInputPartition:
 
     def __init__(self, topic, partition, path, start_position, end_position, start_offset,
                  end_offset, aborted=(), include_headers=False,
-                 fail_on_data_loss=True, end_damage=None, data_loss_log=None):  # fmt: skip
+                 fail_on_data_loss=True, end_damage=None, data_loss_log=None,
+                 segment_end=None):  # fmt: skip
         self.fail_on_data_loss = fail_on_data_loss
+        # Every offset of the segment is below this (the next segment's base offset, or the
+        # log end offset): an entry at or past it is damage, not the end of the range.
+        self.segment_end = segment_end
         self.data_loss_log = data_loss_log  # the option dataLossLog
         self.end_damage = end_damage  # raised after the range is read (see PartitionLog)
         self.topic = topic
@@ -85,8 +92,9 @@ class OffsetRange:
 
 # -- resolving the offset range of each partition ---------------------------------------------
 def open_selected(options: ReadOptions) -> dict[TopicPartition, PartitionLog]:
-    found = discover(options.paths)
+    found = discover(options.paths, report=True)
     selected = {tp: d for tp, d in found.items() if options.selects(tp.topic, tp.partition)}
+    _report_selection(options, found, selected)
     if options.assign is not None:
         absent = [
             f"{t}-{p}"
@@ -111,15 +119,50 @@ def open_selected(options: ReadOptions) -> dict[TopicPartition, PartitionLog]:
     return logs
 
 
-def _check_all_given(spec_map: dict, logs, what: str) -> None:
+def _report_selection(options: ReadOptions, found, selected) -> None:
+    """Warn about subscribed topics that are not there (Spark's Kafka source reads no rows for
+    them, and so does kafkalog) and about a pattern that matches no topic."""
+    topics = sorted({tp.topic for tp in found})
+    where = ", ".join(options.paths)
+    present = ", ".join(topics[:20]) + (" ..." if len(topics) > 20 else "") or "none"
+    if options.subscribe is not None:
+        missing = [t for t in options.subscribe if t not in topics]
+        if missing:
+            notice(
+                f"subscribed topic{'s' if len(missing) > 1 else ''} {', '.join(missing)} not "
+                f"found in {where}: no rows for {'them' if len(missing) > 1 else 'it'} (as "
+                f"Spark's Kafka source reads none for a topic that does not exist); topics "
+                f"found: {present}"
+            )
+    elif options.subscribe_pattern is not None and found and not selected:
+        notice(
+            f"subscribePattern {options.subscribe_pattern!r} matches no topic in {where} "
+            f"(it must match whole names; internal topics such as __consumer_offsets are left "
+            f"out of patterns, as by Kafka's consumer): no rows; topics found: {present}"
+        )
+
+
+def _check_all_given(spec_map: dict, logs, what: str, *, streaming: bool = False) -> None:
     given = set(spec_map)
     assigned = {(tp.topic, tp.partition) for tp in logs}
-    if given != assigned:
+    if given == assigned:
+        return
+    listing = f"Specified: {_tp_set(given)} Assigned: {_tp_set(assigned)}"
+    if what.endswith("ByTimestamp"):  # timestamps only: no -1/-2 to stand for latest/earliest
         raise OptionError(
-            f"If {what} contains specific offsets, you must specify all TopicPartitions.\n"
-            f"Use -1 for latest, -2 for earliest.\nSpecified: {sorted(given)} "
-            f"Assigned: {sorted(assigned)}"
+            f"If {what} contains specific timestamps, you must specify all TopicPartitions "
+            f"(this option takes a timestamp for each; give {what.replace('OffsetsBy', '')} "
+            f"instead for one timestamp for every partition). {listing}"
         )
+    care = ", if you don't care" if streaming else ""
+    raise OptionError(
+        f"If {what} contains specific offsets, you must specify all TopicPartitions.\n"
+        f"Use -1 for latest, -2 for earliest{care}.\n{listing}"
+    )
+
+
+def _tp_set(tps) -> str:
+    return "{" + ", ".join(f"{t}-{p}" for t, p in sorted(tps)) + "}"
 
 
 def _resolve(spec, log: PartitionLog, *, start: bool, options: ReadOptions, upper: int) -> int:
@@ -141,9 +184,15 @@ def _resolve(spec, log: PartitionLog, *, start: bool, options: ReadOptions, uppe
     found = log.offset_for_timestamp(ts)
     if found is None:
         if start and options.timestamp_strategy == "error":
+            why = (
+                "the partition holds no records"
+                if log.log_start_offset >= log.log_end_offset
+                else "every record is older"
+            )
             raise OptionError(
-                f"No offset matched the starting timestamp {ts} for {log.tp} (the newest record "
-                f"is older); set startingOffsetsByTimestampStrategy to latest to start at the end"
+                f"No offset matched from request of topic-partition {log.tp} and timestamp "
+                f"{ts} ({why}); set startingOffsetsByTimestampStrategy to latest to start at "
+                f"the end instead"
             )
         return upper
     return min(found, upper)
@@ -153,12 +202,11 @@ def resolve_ranges(options: ReadOptions, logs: dict[TopicPartition, PartitionLog
                    streaming: bool = False) -> list[OffsetRange]:  # fmt: skip
     """The offset range of every selected partition (batch: from starting to ending options)."""
     if not streaming:
-        for spec, what in (
-            (options.starting, "startingOffsets"),
-            (options.ending, "endingOffsets"),
-        ):
-            if spec.kind in ("offsets", "timestamps"):
-                _check_all_given(spec.offsets, logs, what.replace("Offsets", "Offsets"))
+        for spec, what in ((options.starting, "starting"), (options.ending, "ending")):
+            if spec.kind == "offsets":
+                _check_all_given(spec.offsets, logs, f"{what}Offsets")
+            elif spec.kind == "timestamps":
+                _check_all_given(spec.offsets, logs, f"{what}OffsetsByTimestamp")
     ranges = []
     for tp, log in logs.items():
         upper = log.last_stable_offset() if options.read_committed else log.log_end_offset
@@ -185,17 +233,77 @@ def resolve_ranges(options: ReadOptions, logs: dict[TopicPartition, PartitionLog
         for lo, hi in log.missing:
             if hi < 0 or hi > start:  # a missing segment past the last one hides the end too
                 upto = "the end" if hi < 0 else str(hi)
-                loss(f"{tp}: offsets from {lo} to {upto} are missing (the segment's .log "
-                          f"file is gone; its index remains)", fail)  # fmt: skip
+                gone = log.directory / f"{lo:020d}.log"
+                loss(f"{tp}: offsets from {lo} to {upto} are missing ({gone} is gone; its "
+                     f"index remains)", fail)  # fmt: skip
         ranges.append(OffsetRange(tp, start, end))
     return ranges
 
 
 # -- splitting ranges into input partitions ---------------------------------------------------
+def spark_offset_ranges(ranges, min_partitions: int | None = None,
+                        max_records: int | None = None) -> list[OffsetRange]:  # fmt: skip
+    """The offset ranges Spark's Kafka source gives its tasks (spark-sql-kafka-0-10's
+    ``KafkaOffsetRangeCalculator.getRanges``): empty ranges are dropped; with neither option,
+    or with ``minPartitions`` at most the number of ranges and no range above
+    ``maxRecordsPerPartition``, one range per topic-partition; ranges above
+    ``maxRecordsPerPartition`` are divided into ``ceil(size / max)`` parts; then, while there
+    are fewer than ``minPartitions`` ranges, the large ones are divided in proportion to their
+    size: a range whose share ``round(size / total * minPartitions)`` is 1 stays whole (so does
+    every range of its topic-partition, as in Spark), the others share ``minPartitions`` minus
+    the number of whole ones. Division is by offsets, the last part taking the remainder."""
+    offset_ranges = [r for r in ranges if r.end - r.start > 0]
+    too_few = min_partitions is not None and len(offset_ranges) < min_partitions
+    too_big = max_records is not None and any(r.end - r.start > max_records for r in offset_ranges)
+    if not too_few and not too_big:
+        return offset_ranges
+    divided = offset_ranges
+    if max_records is not None:
+        divided = [
+            piece
+            for r in offset_ranges
+            for piece in _divide(r, -(-(r.end - r.start) // max_records))
+        ]
+    if min_partitions is None or min_partitions <= len(divided):
+        return divided
+    total = sum(r.end - r.start for r in divided)
+    unsplit = [r for r in divided if _part_count(r.end - r.start, total, min_partitions) == 1]
+    split_total = total - sum(r.end - r.start for r in unsplit)
+    unsplit_tps = {r.tp for r in unsplit}
+    split_min = max(min_partitions - len(unsplit), 1)
+    out = []
+    for r in divided:
+        parts = 1 if r.tp in unsplit_tps else _part_count(r.end - r.start, split_total, split_min)
+        out.extend(_divide(r, parts))
+    return out
+
+
+def _part_count(size: int, total: int, parts: int) -> int:
+    """Spark's ``math.max(math.round(size.toDouble / totalSize * minParts), 1)`` (Scala's round
+    is half up)."""
+    return max(math.floor(size / total * parts + 0.5), 1)
+
+
+def _divide(r: OffsetRange, parts: int) -> list[OffsetRange]:
+    """Spark's ``getDividedPartition``: ``parts`` consecutive ranges, integer division, the
+    later ones taking the round-off; empty ones dropped."""
+    out, remaining, start = [], r.end - r.start, r.start
+    for part in range(parts):
+        this = remaining // (parts - part)
+        remaining -= this
+        end = min(start + this, r.end)
+        if end > start:
+            out.append(OffsetRange(r.tp, start, end))
+        start = end
+    return out
+
+
 def split_range(log: PartitionLog, rng: OffsetRange, options: ReadOptions,
-                split_bytes: int = SPLIT_BYTES, min_timestamp: int | None = None,
+                split_bytes: int | None = None, min_timestamp: int | None = None,
                 ) -> list[KafkaInputPartition]:  # fmt: skip
-    """Input partitions of one partition's offset range: per segment, cut at index entries.
+    """The byte ranges that hold one offset range of a partition: one per segment it touches
+    (starting at a verified index hint at or before its first offset, ending at one past its
+    last), each cut about every ``split_bytes`` bytes at verified index entries when given.
     With ``min_timestamp`` (pushdown), rolled segments whose time index says every timestamp
     is older are skipped."""
     parts = _split_range(log, rng, options, split_bytes, min_timestamp)
@@ -229,10 +337,14 @@ def _split_range(log, rng, options, split_bytes, min_timestamp) -> list[KafkaInp
             slot = seg.hints.past(rng.end)
             if slot is not None:
                 end_pos = min(end_pos, slot)
-        cuts = [start_pos, *log.split_positions(i, start_pos, end_pos, split_bytes), end_pos]
+        cuts = [start_pos, end_pos]
+        if split_bytes:
+            cuts[1:1] = log.split_positions(i, start_pos, end_pos, split_bytes)
         for a, b in itertools.pairwise(cuts):
             if b > a:
-                parts.append(_part(log, seg.path, a, b, lo, hi, aborted, options))
+                part = _part(log, seg.path, a, b, lo, hi, aborted, options)
+                part.segment_end = log.next_base(i)
+                parts.append(part)
     return parts
 
 
@@ -243,103 +355,58 @@ def _part(log, path, a, b, lo, hi, aborted, options) -> KafkaInputPartition:
                                data_loss_log=options.data_loss_log)  # fmt: skip
 
 
-def _split_offsets(part: KafkaInputPartition, pieces: int) -> list[KafkaInputPartition]:
-    span = part.end_offset - part.start_offset
-    if pieces <= 1 or span <= 1:
-        return [part]
-    pieces = min(pieces, span)
-    bounds = [part.start_offset + span * k // pieces for k in range(pieces + 1)]
-    return [
-        KafkaInputPartition(part.topic, part.partition, part.path, part.start_position,
-                            part.end_position, a, b, part.aborted, part.include_headers,
-                            part.fail_on_data_loss,
-                            part.end_damage if b == part.end_offset else None,
-                            part.data_loss_log)
-        for a, b in itertools.pairwise(bounds) if b > a
-    ]  # fmt: skip
-
-
 class PackedInputPartition:
-    """Several small input partitions read by one task (many small segments would otherwise
-    cost a task each)."""
+    """One task's byte ranges, read in order by one decoder: the segments (or pieces of
+    segments) holding one offset range of one topic-partition."""
 
-    def __init__(self, parts) -> None:
+    def __init__(self, parts, rng: OffsetRange | None = None) -> None:
         self.parts = list(parts)
         self.path = self.parts[0].path if self.parts else None
+        first = self.parts[0] if self.parts else None
+        self.topic = rng.tp.topic if rng else getattr(first, "topic", None)
+        self.partition = rng.tp.partition if rng else getattr(first, "partition", None)
+        self.start_offset = rng.start if rng else getattr(first, "start_offset", None)
+        self.end_offset = rng.end if rng else getattr(self.parts[-1], "end_offset", None)
 
     def __repr__(self) -> str:
-        return f"PackedInputPartition({len(self.parts)} ranges)"
-
-
-PACK_BELOW = 8 << 20  # ranges smaller than this are packed together ...
-PACK_UP_TO = 32 << 20  # ... into tasks of up to this many bytes ...
-PACK_TASKS_PER_CORE = 2  # ... but into at least this many tasks per core of the driver's machine
-
-
-def _pack(parts: list[KafkaInputPartition]) -> list:
-    small = sum(
-        p.end_position - p.start_position
-        for p in parts
-        if p.end_position - p.start_position < PACK_BELOW
-    )
-    tasks = PACK_TASKS_PER_CORE * (os.cpu_count() or 1)  # local mode: the executor's cores
-    limit = min(PACK_UP_TO, max(PACK_BELOW, -(-small // tasks)))
-    out, group, size = [], [], 0
-    for p in parts:
-        n = p.end_position - p.start_position
-        if n >= PACK_BELOW:
-            out.append(p)
-            continue
-        if group and size + n > limit:
-            out.append(PackedInputPartition(group) if len(group) > 1 else group[0])
-            group, size = [], 0
-        group.append(p)
-        size += n
-    if group:
-        out.append(PackedInputPartition(group) if len(group) > 1 else group[0])
-    return out
+        return (f"PackedInputPartition({self.topic}-{self.partition} offsets "
+                f"[{self.start_offset}, {self.end_offset}): {len(self.parts)} ranges)")  # fmt: skip
 
 
 def plan_input_partitions(options: ReadOptions, logs, ranges, *, min_timestamp=None,
-                          split_bytes: int = SPLIT_BYTES) -> list:  # fmt: skip
-    """Input partitions for ``ranges``; small ones are packed into shared tasks unless
-    minPartitions or maxRecordsPerPartition ask for a given split."""
-    parts: list[KafkaInputPartition] = []
-    for rng in ranges:
-        parts.extend(split_range(logs[rng.tp], rng, options, split_bytes, min_timestamp))
-    if options.max_records_per_partition:
-        limit = options.max_records_per_partition
-        out = []
-        for p in parts:
-            span = p.end_offset - p.start_offset
-            out.extend(_split_offsets(p, -(-span // limit)))
-        parts = out
-    if options.min_partitions and len(parts) < options.min_partitions:
-        parts = _spread(parts, options.min_partitions)
-    if not options.min_partitions and not options.max_records_per_partition:
-        return _pack(parts)
-    return parts
-
-
-def _spread(parts: list[KafkaInputPartition], wanted: int) -> list[KafkaInputPartition]:
-    """Split the biggest offset ranges until there are ``wanted`` partitions (Spark's
-    minPartitions: shares proportional to size)."""
-    total = sum(p.end_offset - p.start_offset for p in parts)
-    if total <= 0:
-        return parts
-    out = []
-    for p in parts:
-        span = p.end_offset - p.start_offset
-        out.extend(_split_offsets(p, max(1, round(wanted * span / total))))
-    return out
+                          split_bytes: int | None = None) -> list:  # fmt: skip
+    """Spark's Kafka source's tasks for ``ranges``: one per topic-partition offset range, or
+    more with minPartitions or maxRecordsPerPartition (:func:`spark_offset_ranges`). A task is
+    the byte ranges of the segments holding its offsets (a :class:`PackedInputPartition` when
+    there are several), starting and ending at batch starts taken from verified index hints.
+    ``split_bytes`` also cuts each segment's range about every that many bytes (the Arrow scan,
+    for even progress); Spark's tasks are never cut by bytes."""
+    for rng in ranges:  # an empty range Spark drops, but damage at the end is still the answer
+        log = logs[rng.tp]
+        if rng.end <= rng.start and log.end_damage is not None and rng.end >= log.log_end_offset:
+            raise log.end_damage
+    tasks: list = []
+    for rng in spark_offset_ranges(
+        ranges, options.min_partitions, options.max_records_per_partition
+    ):
+        pieces = split_range(logs[rng.tp], rng, options, split_bytes, min_timestamp)
+        if len(pieces) == 1:
+            tasks.append(pieces[0])
+        elif pieces:
+            tasks.append(PackedInputPartition(pieces, rng))
+    return tasks
 
 
 # -- reading ----------------------------------------------------------------------------------
-def _complete_end(buf: memoryview, limit: int, step: int = 0) -> tuple[int, int | None, list[int]]:
+def _complete_end(
+    buf: memoryview, limit: int, step: int = 0, past: int | None = None
+) -> tuple[int, int | None, list[int], bool]:
     """The end of the last complete entry in ``buf[:limit]`` (framed by the one entry walk; a
     corrupt entry ends it too: the next chunk starts there and reports it), that entry's offset
-    field (a v2 batch's base offset, a legacy entry's own offset) and, with ``step``, entry ends
-    about every ``step`` bytes (where a chunk can be cut into pieces of whole entries)."""
+    field (a v2 batch's base offset, a legacy entry's own offset), with ``step`` entry ends about
+    every ``step`` bytes (where a chunk can be cut into pieces of whole entries), and whether
+    the walk stopped at an entry whose offset field is ``past`` or beyond (damage: see
+    :func:`_chunks`)."""
     pos, last, cuts = 0, None, []
     mark = step if step else limit + 1
     while True:
@@ -349,12 +416,15 @@ def _complete_end(buf: memoryview, limit: int, step: int = 0) -> tuple[int, int 
             framed = None
         if framed is None:
             break
-        last = _ENTRY.unpack_from(buf, pos)[0]
+        offset = _ENTRY.unpack_from(buf, pos)[0]
+        if past is not None and offset >= past:
+            return pos, last, cuts, True
+        last = offset
         pos += LOG_OVERHEAD + framed[0]
         if pos >= mark:
             cuts.append(pos)
             mark = pos + step
-    return pos, last, cuts
+    return pos, last, cuts, False
 
 
 def _frame_at(fd: int, path: str, pos: int, end: int) -> int:
@@ -386,10 +456,16 @@ def _frame_at(fd: int, path: str, pos: int, end: int) -> int:
     return size
 
 
-def _chunks(path: str, start: int, end: int, stop_offset: int | None, chunk: int, step: int):
-    """(file position, memoryview, cuts) chunks of whole entries; see :func:`iter_chunks`."""
+def _chunks(path: str, start: int, end: int, stop_offset: int | None, chunk: int, step: int,
+            segment_end: int | None = None):  # fmt: skip
+    """(file position, memoryview, cuts) chunks of whole entries; see :func:`iter_chunks`.
+    With ``segment_end`` (every offset of the segment is below it), an entry whose offset is at
+    or past it is damage (a baseOffset the CRC does not cover): the chunk before it is yielded,
+    then CorruptRecordError; ``stop_offset`` then ends the reading early only below it."""
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
     buf = bytearray(min(chunk, max(end - start, 0)) or 1)
+    if segment_end is not None and stop_offset is not None and stop_offset >= segment_end:
+        stop_offset = None  # the range reads to the segment's end: every entry is checked
     try:
         pos = start
         while pos < end:
@@ -399,14 +475,25 @@ def _chunks(path: str, start: int, end: int, stop_offset: int | None, chunk: int
             want = min(len(buf), end - pos)
             view = memoryview(buf)
             got = os.preadv(fd, [view[:want]], pos)
-            usable, last, cuts = _complete_end(view, got, step)
+            usable, last, cuts, beyond = _complete_end(view, got, step, segment_end)
+            if usable:
+                yield pos, view[:usable], [c for c in cuts if c < usable]
+            if beyond:
+                offset = _ENTRY.unpack_from(view, usable)[0]
+                raise CorruptRecordError(
+                    f"Batch offset {offset} is not below {segment_end}, where the next segment "
+                    f"begins or the log ends: a segment's offsets lie below the next one's base "
+                    f"offset (the baseOffset field, which the CRC does not cover, is damaged)",
+                    position=pos + usable,
+                    offset=offset,
+                    path=path,
+                )
             if usable == 0:  # cannot happen after the check above, unless the file changed
                 raise CorruptRecordError(
                     "no complete entry here (the file changed while it was read)",
                     position=pos,
                     path=path,
                 )
-            yield pos, view[:usable], cuts
             pos += usable
             if stop_offset is not None and last is not None and last >= stop_offset:
                 return
@@ -499,7 +586,7 @@ class _RangeReader:
         damaged entry, or None when the range is done."""
         part = self.part
         chunks = _chunks(part.path, start, part.end_position, part.end_offset, CHUNK_BYTES,
-                         MIN_PIECE_BYTES)  # fmt: skip
+                         MIN_PIECE_BYTES, part.segment_end)  # fmt: skip
         try:
             for position, view, cuts in chunks:
                 lo = 0
@@ -507,19 +594,60 @@ class _RangeReader:
                     try:
                         yield from self._decode(view[lo:hi], position + lo, hi - lo)
                     except KafkalogError as e:
-                        e.located(path=part.path)
-                        entry = _entry_around(view, lo, hi, position, e.position)
-                        if entry is not None:  # the records before the damaged entry first
-                            yield from self._decode(
-                                view[lo : entry[0] - position], position + lo, 0
-                            )
-                        return self._damaged(e, None if entry is None else entry[1])
+                        found = self._first_damaged(view, lo, hi, position)
+                        if found is None:  # (not expected: the piece failed as a whole)
+                            return self._damaged(e.located(path=part.path), None)
+                        bad_start, bad_end, error = found
+                        if bad_start > lo:  # the records before the damaged entry first
+                            yield from self._decode(view[lo:bad_start], position + lo, 0)
+                        error.position = position + bad_start
+                        return self._damaged(error.located(path=part.path), position + bad_end)
                     lo = hi
-        except KafkalogError as e:  # an entry that cannot be framed: nothing after it is found
+        except KafkalogError as e:  # an entry out of place, or one that cannot be framed
             e.located(path=part.path)
-            return self._damaged(e, None)
+            return self._damaged(e, _after_entry(part.path, e.position, part.end_position))
         finally:
             chunks.close()
+        return None
+
+    def _first_damaged(self, view: memoryview, lo: int, hi: int, position: int):
+        """(start, end, error) in ``view`` of the first entry of ``view[lo:hi]`` that the
+        decoder refuses, with what it raised: the shortest failing run of whole entries from
+        ``lo``, found by bisection (a rule across batches, such as offsets going back, fails
+        only with the entries before it). None when the entries cannot be walked."""
+        ends, pos = [], lo
+        while pos < hi:
+            try:
+                framed = frame_entry(view, pos, hi)
+            except KafkalogError:
+                framed = None
+            if framed is None:
+                break
+            pos += LOG_OVERHEAD + framed[0]
+            ends.append(pos)
+        failed: KafkalogError | None = None
+        a, b = 0, len(ends)  # the first failing run ends at ends[k] for some k in [a, b)
+        while a < b:
+            k = (a + b) // 2
+            error = self._fails(view[lo : ends[k]], position + lo)
+            if error is None:
+                a = k + 1
+            else:
+                b, failed = k, error
+        if failed is None or a >= len(ends):
+            return None
+        return (ends[a - 1] if a else lo), ends[a], failed
+
+    def _fails(self, piece: memoryview, position: int) -> KafkalogError | None:
+        try:
+            for _ in self.decoder.iter_batches(
+                piece, max_rows=PIECE_MAX_ROWS, start_offset=self.next_offset,
+                end_offset=self.part.end_offset, keep_control=False, position_base=position,
+                validate_crc=True,
+            ):  # fmt: skip
+                pass
+        except KafkalogError as e:
+            return e
         return None
 
     def _decode(self, piece: memoryview, position: int, read: int):
@@ -568,24 +696,18 @@ class _RangeReader:
         return resume if resume is not None and resume < part.end_position else None
 
 
-def _entry_around(view: memoryview, lo: int, hi: int, base: int, position: int | None):
-    """(start, end) file positions of the entry of ``view[lo:hi]`` holding file position
-    ``position`` (None when the entries cannot be walked to it)."""
+def _after_entry(path: str, position: int | None, end: int) -> int | None:
+    """Where the entry at ``position`` ends when its frame holds within ``end`` (the read can
+    go on after it), else None (nothing after it can be found)."""
     if position is None:
         return None
-    pos = lo
-    while pos < hi:
-        try:
-            framed = frame_entry(view, pos, hi)
-        except KafkalogError:
-            return None
-        if framed is None:
-            return None
-        end = pos + LOG_OVERHEAD + framed[0]
-        if base + pos <= position < base + end:
-            return base + pos, base + end
-        pos = end
-    return None
+    with open(path, "rb") as f:
+        head = os.pread(f.fileno(), HEADER_SIZE_UP_TO_MAGIC, position)
+    try:
+        framed = frame_entry(head, 0, end - position)
+    except KafkalogError:
+        return None
+    return None if framed is None else position + LOG_OVERHEAD + framed[0]
 
 
 def _pieces(cuts: list[int], end: int, sizer: _Sizer) -> Iterator[int]:
