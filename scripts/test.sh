@@ -4,6 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh test
+scripts/kafka.sh >/dev/null # Apache Kafka for tests/apache_kafka (cached; skips unless CI=true)
 .venv/bin/ruff check src tests benchmarks examples
 .venv/bin/ruff format --check src tests benchmarks examples
 .venv/bin/python -m pytest --durations=15 "$@"

@@ -1,0 +1,264 @@
+"""Dump parity: Kafka's own DumpLogSegments (kafka-dump-log) and ``kafkalog dump`` on every
+``.log``, ``.index``, ``.timeindex``, ``.txnindex``, producer ``.snapshot`` and KRaft
+``.checkpoint`` file of a data directory a real broker wrote (tests/apache_kafka/conftest.py's
+``kafka_written``) print the same stdout, line for line, but for what docs/cli.md's list of
+deliberate differences names.
+
+Each test runs Kafka's tool once over all the files (``--files a,b,...``) and kafkalog once, splits
+both outputs at their ``Dumping FILE`` lines and lists every differing line with its file."""
+
+from __future__ import annotations
+
+import difflib
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+SUFFIXES = (".log", ".index", ".timeindex", ".txnindex", ".snapshot", ".checkpoint")
+FLAG_SETS = {
+    "plain": (),
+    "deep": ("--deep-iteration",),
+    "deep-data": ("--deep-iteration", "--print-data-log"),
+    "skip-metadata": ("--deep-iteration", "--print-data-log", "--skip-record-metadata"),
+    "verify-index-only": ("--verify-index-only",),
+    "index-sanity-check": ("--index-sanity-check",),
+}
+DECODERS = {
+    "__consumer_offsets": "--offsets-decoder",
+    "__transaction_state": "--transaction-log-decoder",
+    "__cluster_metadata": "--cluster-metadata-decoder",
+}
+
+
+def _kafkalog_bin() -> list[str]:
+    exe = Path(sys.executable).with_name("kafkalog")
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "kafkalog.cli.main"]
+
+
+def _files(data_dir: Path, topic_prefix: str | None = None) -> list[str]:
+    """The dumpable files, relative to ``data_dir`` (both tools then print the same names)."""
+    out = []
+    for part in sorted(p for p in data_dir.iterdir() if p.is_dir()):
+        if topic_prefix is not None and not part.name.startswith(topic_prefix + "-"):
+            continue
+        for f in sorted(part.iterdir()):
+            if f.is_file() and f.name.endswith(SUFFIXES) and f.name != "leader-epoch-checkpoint":
+                out.append(f"{part.name}/{f.name}")
+    return out
+
+
+def _split(stdout: str) -> dict[str, list[str]]:
+    """Each file's lines, keyed by the name on its ``Dumping NAME`` line."""
+    per_file: dict[str, list[str]] = {}
+    current = None
+    for line in stdout.removesuffix("\n").split("\n"):
+        if line.startswith("Dumping "):
+            current = line[len("Dumping ") :]
+            per_file[current] = []
+        if current is not None:
+            per_file[current].append(line)
+    return per_file
+
+
+# docs/cli.md, "Deliberate differences from kafka-dump-log": the ones a clean directory written
+# by Kafka 3.9-4.x can show. Each takes a pair (kafka line, kafkalog line) and returns it with
+# that difference taken out; a pair that is equal after all of them differs only as documented.
+def _leader_change(kafka: str, ours: str) -> tuple[str, str]:
+    """Item 8: 3.9/4.0 print ``controlType: LEADER_CHANGE(2)``, 4.1+ ``LeaderChange: {...}``."""
+    if "controlType: LEADER_CHANGE(2)" in kafka and "LeaderChange: " in ours:
+        return ours, ours
+    return kafka, ours
+
+
+TXN_STATES = {
+    "Empty": 0, "Ongoing": 1, "PrepareCommit": 2, "PrepareAbort": 3, "CompleteCommit": 4,
+    "CompleteAbort": 5, "Dead": 6, "PrepareEpochFence": 7,
+}  # fmt: skip
+
+
+def _transaction_status_name(kafka: str, ours: str) -> tuple[str, str]:
+    """Item 8: kafkalog prints transactionStatus as its number (as 4.1-4.3), 4.4 by its name."""
+
+    def number(m: re.Match) -> str:
+        return f'"transactionStatus":{TXN_STATES.get(m.group(1), m.group(0))}'
+
+    return re.sub(r'"transactionStatus":"(\w+)"', number, kafka), ours
+
+
+def _transaction_log_text(kafka: str, ours: str) -> tuple[str, str]:
+    """Item 8: 3.9/4.0's --transaction-log-decoder prints ``transaction_metadata::...`` and
+    ``producerId:...,state=...``; kafkalog prints 4.1+'s JSON."""
+    if " key: transaction_metadata::transactionalId=" in kafka and ' key: {"type":' in ours:
+        return kafka.split(" key: ")[0], ours.split(" key: ")[0]
+    return kafka, ours
+
+
+def _replacement_runs(kafka: str, ours: str) -> tuple[str, str]:
+    """Item 10: lenient UTF-8 gives another number of U+FFFD than Java's decoder."""
+    return re.sub("\ufffd+", "\ufffd", kafka), re.sub("\ufffd+", "\ufffd", ours)
+
+
+def _legacy_crc_brace(kafka: str, ours: str) -> tuple[str, str]:
+    """Item 15: 4.3+ end legacy (magic 0/1) record lines without the stray ``}``."""
+    if " crc: " in kafka and ours == kafka + "}":
+        return kafka, kafka
+    return kafka, ours
+
+
+DOCUMENTED = (
+    _leader_change,
+    _transaction_status_name,
+    _transaction_log_text,
+    _replacement_runs,
+    _legacy_crc_brace,
+)
+
+
+# Differences found by these tests that docs/cli.md does not list (yet): reported to the owners of
+# kafkalog's dump to be fixed or documented. While only these remain the tests xfail (naming
+# them); any other difference fails. Remove an entry once it is fixed or documented.
+def _snapshot_trailing_space(kafka: str, ours: str) -> tuple[str, str]:
+    """Kafka 4.3+ (DumpLogSegments in Java) ends a producer snapshot entry without batch
+    metadata at ``lastTimestamp: T``; 3.9-4.2 (and kafkalog) print a space after it."""
+    if kafka.startswith("producerId: ") and ours == kafka + " ":
+        return kafka, kafka
+    return kafka, ours
+
+
+def _skip_metadata_null_key(kafka: str, ours: str) -> tuple[str, str]:
+    """With --skip-record-metadata, Kafka 4.3+ prints a record without a key as ``| payload:
+    ...`` (3.9-4.2, and kafkalog: `` payload: ...``, no bar)."""
+    if kafka.startswith("| payload: ") and ours.startswith(" payload: "):
+        return kafka, "|" + ours
+    return kafka, ours
+
+
+REPORTED = (_snapshot_trailing_space, _skip_metadata_null_key)
+
+
+def _equal_after(kafka: str, ours: str, normalizers) -> bool:
+    for normalize in normalizers:
+        kafka, ours = normalize(kafka, ours)
+    return kafka == ours
+
+
+def _differences(kafka: dict[str, list[str]], ours: dict[str, list[str]], flags: str) -> list:
+    """(file, flags, kafka line, kafkalog line, reported) for each line that differs other than
+    as documented; ``reported`` names the REPORTED difference when it is the only other one."""
+    found = []
+    for name in sorted(set(kafka) | set(ours)):
+        k, o = kafka.get(name), ours.get(name)
+        if k is None or o is None:
+            missing = "(not dumped)"
+            found.append((name, flags, missing if k is None else "", missing, False))
+            continue
+        sm = difflib.SequenceMatcher(a=k, b=o, autojunk=False)
+        for tag, i1, i2, j1, j2 in sm.get_opcodes():
+            if tag == "equal":
+                continue
+            ks, os_ = k[i1:i2], o[j1:j2]
+            for n in range(max(len(ks), len(os_))):
+                kl = ks[n] if n < len(ks) else "(no line)"
+                ol = os_[n] if n < len(os_) else "(no line)"
+                if _equal_after(kl, ol, DOCUMENTED):
+                    continue
+                reported = next(
+                    (r.__name__ for r in REPORTED if _equal_after(kl, ol, (r, *DOCUMENTED))),
+                    None,
+                )
+                found.append((name, flags, kl, ol, reported))
+    return found
+
+
+def _report(found: list, kafka_version: str, limit: int = 60) -> str:
+    lines = [f"{len(found)} line(s) differ from Kafka {kafka_version}'s DumpLogSegments:"]
+    for name, flags, kl, ol, _ in found[:limit]:
+        lines.append(f"{name} [{flags}]\n  kafka:    {kl!r}\n  kafkalog: {ol!r}")
+    if len(found) > limit:
+        lines.append(f"... and {len(found) - limit} more")
+    return "\n".join(lines)
+
+
+def _brief(line: str) -> str:
+    return line if len(line) <= 100 else f"{line[:45]} [...] {line[-45:]}"
+
+
+def _kafka_dump(kafka_written, files: list[str], flags: tuple[str, ...]):
+    """Kafka's output per file, and the files it stopped on with a stack trace (each error
+    ends kafka-dump-log: it is then run again on the files after the one it stopped on)."""
+    dist = kafka_written.dist
+    per_file: dict[str, list[str]] = {}
+    crashed: dict[str, str] = {}
+    todo = list(files)
+    while todo:
+        cmd = dist.command(dist.dump_class, *flags, "--files", ",".join(todo))
+        proc = subprocess.run(
+            cmd, cwd=kafka_written.data_dir, capture_output=True, encoding="utf-8", check=False
+        )
+        done = _split(proc.stdout)
+        per_file.update(done)
+        if proc.returncode == 0:
+            break
+        last = list(done)[-1] if done else None
+        assert last in todo, f"kafka-dump-log failed before any file:\n{proc.stderr[-3000:]}"
+        crashed[last] = next(
+            (line for line in proc.stderr.splitlines() if "Exception" in line), proc.stderr[-300:]
+        )
+        todo = todo[todo.index(last) + 1 :]
+    return per_file, crashed
+
+
+def _check(kafka_written, files, flags, label):
+    kafka, crashed = _kafka_dump(kafka_written, files, flags)
+    ours = subprocess.run(
+        [*_kafkalog_bin(), "dump", "--quiet", *flags, "--files", ",".join(files)],
+        cwd=kafka_written.data_dir,
+        capture_output=True,
+        encoding="utf-8",
+        check=False,
+    )
+    mine = _split(ours.stdout)
+    # docs/cli.md item 1: where kafka-dump-log stops with a stack trace, kafkalog reports the
+    # error on stderr (status 1) and goes on; what Kafka printed before it stopped must match.
+    for name, exception in crashed.items():
+        assert f"Error in {name}" in ours.stderr, (name, exception, ours.stderr[-2000:])
+        mine[name] = mine.get(name, [])[: len(kafka[name])]
+    assert ours.returncode == (1 if crashed else 0), (ours.returncode, ours.stderr[-3000:])
+    found = _differences(kafka, mine, label)
+    new = [d for d in found if not d[4]]
+    assert not new, _report(new, kafka_written.dist.version)
+    if found:
+        kinds: dict[str, list] = {}
+        for d in found:
+            kinds.setdefault(d[4], []).append(d)
+        pytest.xfail(
+            f"differs from Kafka {kafka_written.dist.version} only as reported (not yet fixed or "
+            "documented): "
+            + "; ".join(
+                f"{kind} x{len(ds)}, e.g. {ds[0][0]}: kafka {_brief(ds[0][2])!r}, "
+                f"kafkalog {_brief(ds[0][3])!r}"
+                for kind, ds in kinds.items()
+            )
+        )
+
+
+@pytest.mark.parametrize("flags", list(FLAG_SETS), ids=list(FLAG_SETS))
+def test_dump_matches_kafka(kafka_written, flags):
+    files = _files(kafka_written.data_dir)
+    kinds = {Path(f).suffix for f in files}
+    assert {".log", ".index", ".timeindex", ".snapshot", ".txnindex"} <= kinds, kinds
+    _check(kafka_written, files, FLAG_SETS[flags], " ".join(FLAG_SETS[flags]) or "(no flags)")
+
+
+@pytest.mark.parametrize("topic", list(DECODERS), ids=list(DECODERS))
+def test_dump_decoders_match_kafka(kafka_written, topic):
+    files = [
+        f for f in _files(kafka_written.data_dir, topic) if f.endswith((".log", ".checkpoint"))
+    ]
+    assert files, f"no {topic} segments"
+    _check(kafka_written, files, (DECODERS[topic],), DECODERS[topic])
