@@ -295,6 +295,58 @@ def test_sanity_check_flags_a_length_not_a_multiple_of_8(tmp_path):
         index.sanity_check()
 
 
+# -- kafkalog's checks on the entries (indexes are hints) --------------------------------------
+@pytest.mark.parametrize(
+    ("entries", "log_size", "end", "problem"),
+    [
+        ([(1, 100), (5, 300), (9, 700)], 800, 1010, None),
+        ([], 0, None, None),
+        ([(9, 0), (5, 0), (1, 0)], 800, None, r"\(entry 1\).*offsets do not increase"),
+        ([(1, 100), (1, 300)], 800, None, r"\(entry 1\).*offsets do not increase"),
+        ([(1, 300), (5, 100)], 800, None, r"\(entry 1\).*positions do not increase"),
+        ([(1, -70), (3, 10)], 800, None, r"\(entry 0\).*negative position"),
+        ([(1, 100), (2, 900)], 800, None, r"\(entry 1\).*position 900 is outside the log"),
+        ([(-3, 100)], 800, None, r"\(entry 0\).*below the base offset"),
+        ([(1, 100), (10, 200)], 800, 1010, r"\(entry 1\).*offset 1010 is not below"),
+    ],
+)
+def test_offset_index_entries_must_increase_inside_the_log(
+    tmp_path, entries, log_size, end, problem
+):
+    path = tmp_path / "00000000000000001000.index"
+    path.write_bytes(b"".join(struct.pack(">ii", r, p) for r, p in entries))
+    index = OffsetIndex(path, BASE)
+    if "below the base" not in (problem or ""):
+        index.sanity_check()  # Kafka's own checks pass the others
+    if problem is None:
+        index.check_entries(log_size, end)
+    else:
+        with pytest.raises(CorruptIndexError, match=problem) as info:
+            index.check_entries(log_size, end)
+        assert info.value.path == str(path)
+
+
+@pytest.mark.parametrize(
+    ("entries", "end", "problem"),
+    [
+        ([(10, 1), (10, 2), (30, 5)], 1010, None),
+        ([(9000, 9), (100, 1), (95, 0)], None, r"\(entry 1\).*timestamps decrease"),
+        ([(10, 5), (20, 3)], None, r"\(entry 1\).*offsets decrease"),
+        ([(10, -1)], None, r"\(entry 0\).*below the base offset"),
+        ([(10, 1), (20, 10)], 1010, r"\(entry 1\).*offset 1010 is not below"),
+    ],
+)
+def test_time_index_entries_must_not_decrease(tmp_path, entries, end, problem):
+    path = tmp_path / "00000000000000001000.timeindex"
+    path.write_bytes(b"".join(struct.pack(">qi", t, r) for t, r in entries))
+    index = TimeIndex(path, BASE)
+    if problem is None:
+        index.check_entries(end)
+    else:
+        with pytest.raises(CorruptIndexError, match=problem):
+            index.check_entries(end)
+
+
 # -- read-only --------------------------------------------------------------------------------
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import random
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -818,3 +819,237 @@ def test_a_log_dropped_unclosed_gives_its_descriptors_back(tmp_path: Path) -> No
     del window
     gc.collect()
     assert _open_descriptors() == before
+
+
+# -- damaged indexes: hints, never trusted unverified ---------------------------------------------
+def _pack_index(entries: list[tuple[int, int]]) -> bytes:
+    return b"".join(struct.pack(">ii", relative, position) for relative, position in entries)
+
+
+def _index_damage(kind: str, batches: list[KpBatch], base: int, size: int) -> bytes:
+    """A damaged ``.index`` for a segment of ``batches`` (``size`` bytes of log)."""
+    rel = [(b.last_offset - base, b.position) for b in batches]
+    if kind == "garbage":
+        return bytes(random.Random(7).randrange(256) for _ in range(64))
+    if kind == "decreasing":
+        return _pack_index([(9, 0), (5, 0), (1, 0)])
+    if kind == "later batches":  # plausible, increasing, but each position two batches late
+        return _pack_index([(r[0], rel[i + 2][1]) for i, r in enumerate(rel[1:-2], 1)])
+    if kind == "inside batches":  # positions inside the batches they name
+        return _pack_index([(o, p + 30) for o, p in rel[1:]])
+    if kind == "negative positions":
+        return _pack_index([(1, -70), (3, -1)])
+    if kind == "past the end":
+        return _pack_index([(1, size + 100), (2, size + 4096)])
+    raise AssertionError(kind)
+
+
+INDEX_DAMAGES = [
+    "garbage", "decreasing", "later batches", "inside batches", "negative positions",
+    "past the end",
+]  # fmt: skip
+
+
+def _written_log(directory: Path) -> Log:
+    log = open_log(directory, {"internal.segment.bytes": 1500, "index.interval.bytes": 100})
+    for i in range(60):
+        log.append_as_leader(client_batch([b"v%02d" % i * 8] * (1 + i % 3), ts=T0 + 10 * i))
+    return log
+
+
+def _check_reads(log: Log, directory: Path) -> None:
+    """Every offset read through Log.read, Log.batches and by timestamp agrees with kafka-python's
+    decoding of the .log files."""
+    scan = log_batches(directory)
+    records = [r for bs in scan.values() for b in bs for r in b.records]
+    assert log.log_end_offset == len(records)
+    for target in range(log.log_end_offset):
+        info = log.read(target, 1)
+        base = info.fetch_offset_metadata.segment_base_offset
+        want = next(b for b in scan[base] if b.last_offset >= target)
+        (first,) = kp_batches(info.records.read(info.records.start, want.size))
+        assert (first.base_offset, info.records.start) == (want.base_offset, want.position)
+        got = [(r.offset, r.value) for b in log.batches(target) for r in b.records()]
+        assert got[0][0] <= target  # from the batch holding it
+        want = [(r[0], r[3]) for r in records if r[0] >= target]
+        assert [g for g in got if g[0] >= target] == want
+    for target in (T0 - 1, T0, T0 + 55, T0 + 300, T0 + 591, T0 + 1000):
+        found = log.fetch_offset_by_timestamp(target)
+        assert (None if found is None else (found.timestamp, found.offset)) == first_at_or_after(
+            records, target
+        )
+
+
+@pytest.mark.parametrize("segment", ["first", "active"])
+@pytest.mark.parametrize("damage", INDEX_DAMAGES)
+def test_a_damaged_index_never_changes_what_is_read(tmp_path: Path, damage: str, segment: str):
+    directory = tmp_path / "t-0"
+    log = _written_log(directory)
+    log.close()
+    logs = segment_files(directory)
+    target = logs[0] if segment == "first" else logs[-1]
+    base = int(target.name[:20])
+    index = target.with_suffix(".index")
+    index.write_bytes(
+        _index_damage(damage, kp_batches(target.read_bytes()), base, target.stat().st_size)
+    )
+    files = digest(directory)
+
+    read_only = Log.open(directory, config=cfg(), clock=MockClock(now_ms=T0))
+    _check_reads(read_only, directory)
+    read_only.close()
+    assert digest(directory) == files  # a read-only log changes nothing, even a bad index
+
+    writable = Log.open(directory, config=cfg({"index.interval.bytes": 100}),
+                        clock=MockClock(now_ms=T0), writable=True)  # fmt: skip
+    _check_reads(writable, directory)
+    writable.append_as_leader(client_batch([b"after"] * 3, ts=T0 + 5000))
+    _check_reads(writable, directory)
+    writable.close()
+    # Rebuilt as Kafka writes it, at load (entries out of order or range) or at the first lookup
+    # that found a position no batch starts at; the .log files are untouched.
+    for path in segment_files(directory)[:-1]:
+        want = expected_indexes(kp_batches(path.read_bytes()), 100, closed=True)[0]
+        assert index_entries(path.with_suffix(".index")) == want, path.name
+    changed = {n for n, sha in digest(directory).items() if files.get(n) != sha}
+    assert not {n for n in changed if n.endswith(".log")} - {segment_files(directory)[-1].name}
+
+
+def test_a_verified_index_position_is_read_once(tmp_path: Path, monkeypatch) -> None:
+    directory = tmp_path / "t-0"
+    _written_log(directory).close()
+    log = Log.open(directory, config=cfg(), clock=MockClock(now_ms=T0))
+    segment = log.segments[0]
+    assert segment.offset_index.entries > 2
+    checks = []
+    check = type(segment)._check_position
+    monkeypatch.setattr(
+        type(segment), "_check_position", lambda s, *a: checks.append(a) or check(s, *a)
+    )
+    last = segment.offset_index.last_offset
+    for _ in range(3):
+        log.read(last, 1)
+    assert len(checks) == 1 and segment.index_trusted
+
+
+# -- a zero-filled tail behind a clean-shutdown marker --------------------------------------------
+def _zero_tail_dir(root: Path) -> tuple[Path, int]:
+    from kafkalog.log.manager import LogManager
+    from kafkalog.log.naming import TopicPartition
+
+    with LogManager(root, writable=True, create=True, clock=MockClock(now_ms=T0)) as logs:
+        logs.create_topic("t", 1, {"internal.segment.bytes": "1500",
+                                   "message.timestamp.after.max.ms": str(FAR),
+                                   "message.timestamp.before.max.ms": str(FAR)})  # fmt: skip
+        log = logs.get_log(TopicPartition("t", 0))
+        for i in range(30):
+            log.append_as_leader(client_batch([b"v%02d" % i * 8] * 2, ts=T0 + i))
+    assert (root / ".kafka_cleanshutdown").exists()
+    active = segment_files(root / "t-0")[-1]
+    size = active.stat().st_size
+    with active.open("ab") as f:
+        f.write(bytes(4096))  # preallocated, never written: a crash, whatever the marker says
+    return active, size
+
+
+def test_a_zero_tail_behind_a_clean_marker_is_recovered_by_a_writable_open(
+    tmp_path: Path, caplog
+) -> None:
+    from kafkalog.log.manager import LogManager
+    from kafkalog.log.naming import TopicPartition
+    from kafkalog.log.recovery_plan import plan_recovery
+
+    root = tmp_path / "data"
+    active, size = _zero_tail_dir(root)
+    plan = plan_recovery(root / "t-0", recovery_point=60, config=cfg())  # the dry run agrees
+    assert [(a.action, a.position, a.bytes) for a in plan.actions if a.path == str(active)] == [
+        ("unreadable-end", size, None), ("rebuild-indexes", None, None), ("truncate", size, 4096)
+    ]  # fmt: skip
+    assert plan.log_end_offset == 60
+    with caplog.at_level("WARNING", logger="kafkalog.log"):
+        logs = LogManager(root, writable=True, clock=MockClock(now_ms=T0))
+    log = logs.get_log(TopicPartition("t", 0))
+    assert f"{active}, position {size}: the end of the log cannot be read" in caplog.text
+    assert active.stat().st_size == size
+    kept = list((root / "t-0" / "kafkalog-quarantine").rglob(f"{active.name}.cut-at-{size}"))
+    assert [p.read_bytes() for p in kept] == [bytes(4096)]
+    assert log.log_end_offset == 60 and log.recovery_point == 60
+    _check_reads_simple(log, root / "t-0")
+    log.append_as_leader(client_batch([b"next"], ts=T0 + 99))
+    logs.close()
+    assert all_records(root / "t-0")[-1][0] == 60  # appended right after the prefix
+
+
+def _check_reads_simple(log: Log, directory: Path) -> None:
+    records = all_records(directory)
+    for target in range(0, log.log_end_offset, 7):
+        got = [(r.offset, r.value) for b in log.batches(target) for r in b.records()]
+        assert got[0][0] <= target  # from the batch holding it
+        want = [(r[0], r[3]) for r in records if r[0] >= target]
+        assert [g for g in got if g[0] >= target] == want
+
+
+def test_a_zero_tail_read_only_changes_nothing_and_ends_the_log_before_it(tmp_path: Path):
+    root = tmp_path / "data"
+    active, size = _zero_tail_dir(root)
+    files = digest(root)
+    log = Log.open(root / "t-0", config=cfg(), clock=MockClock(now_ms=T0))
+    assert log.log_end_offset == 60
+    assert any(f"(position {size})" in note for note in log.load_notes)
+    info = log.read(59, 1 << 20)
+    assert info.records.end == size  # the window stops where the zeros start
+    assert log.last_stable_offset == 60
+    data = active.read_bytes()[:size]
+    assert [r[0] for b in kp_batches(data) for r in b.records][-1] == 59
+    _check_reads_simple_ro(log, root / "t-0", size)
+    log.close()
+    assert digest(root) == files
+
+
+def _check_reads_simple_ro(log: Log, directory: Path, size: int) -> None:
+    records = [
+        r
+        for p in segment_files(directory)
+        for b in kp_batches(p.read_bytes()[: size if p == segment_files(directory)[-1] else None])
+        for r in b.records
+    ]
+    for target in range(0, log.log_end_offset, 7):
+        got = [(r.offset, r.value) for b in log.batches(target) for r in b.records()]
+        assert got[0][0] <= target  # from the batch holding it
+        want = [(r[0], r[3]) for r in records if r[0] >= target]
+        assert [g for g in got if g[0] >= target] == want
+
+
+@pytest.mark.parametrize(
+    ("suffix", "entries", "problem"),
+    [
+        (".index", [(9, 0), (5, 0), (1, 0)], "offsets do not increase"),
+        (".index", [(1, 100), (2, 1 << 20)], "outside the log"),
+        (".index", [(1, 300), (2, 100)], "positions do not increase"),
+        # Kafka's own sanityCheck: the last timestamp below the first.
+        (".timeindex", [(T0 + 9000, 9), (T0, 1), (T0 - 5, 0)], "less than the first timestamp"),
+        (".timeindex", [(T0, 1), (T0 + 9000, 2), (T0 + 10, 3)], "timestamps decrease"),
+        (".timeindex", [(T0, 1), (T0 + 5, 500)], "not below the next segment's base offset"),
+    ],
+)
+def test_a_writable_open_rebuilds_an_index_out_of_order_or_range(
+    tmp_path: Path, suffix: str, entries: list, problem: str
+) -> None:
+    directory = tmp_path / "t-0"
+    _written_log(directory).close()
+    first = segment_files(directory)[0]
+    fmt = ">ii" if suffix == ".index" else ">qi"
+    first.with_suffix(suffix).write_bytes(b"".join(struct.pack(fmt, *e) for e in entries))
+    log = Log.open(directory, config=cfg({"index.interval.bytes": 100}),
+                   clock=MockClock(now_ms=T0), writable=True)  # fmt: skip
+    assert any(
+        n.startswith(f"{first.name}: indexes rebuilt") and problem in n for n in log.load_notes
+    ), log.load_notes
+    _check_reads(log, directory)
+    log.close()
+    want = expected_indexes(kp_batches(first.read_bytes()), 100, closed=True)
+    got = (
+        index_entries(first.with_suffix(".index")),
+        time_index_entries(first.with_suffix(".timeindex")),
+    )
+    assert got == want

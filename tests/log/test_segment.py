@@ -332,3 +332,57 @@ def test_kafkas_indexes_agree_with_the_ones_kafkalog_rebuilds(tmp_path: Path, st
     finally:
         kafka_view.close()
         ours_view.close()
+
+
+@needs_fixtures
+@pytest.mark.parametrize("stem", _fixture_segments())
+def test_kafkas_own_indexes_pass_the_checks_made_before_trusting_them(stem: str) -> None:
+    """Real brokers' indexes (Kafka 0.10 to 4.x) are never taken for damaged: their entries
+    order and range pass the loader's checks, and every position a lookup uses passes the read
+    path's check, so lookups keep using them (and agree with a scan of the log)."""
+    source = KAFKA_DATA / stem
+    base = int(source.name)
+    segment = LogSegment.open(source.parent, base, LogConfig(), MockClock())
+    try:
+        segment.offset_index.check_entries(segment.log.size_in_bytes())
+        segment.time_index.check_entries()
+        scan = kp_batches(Path(f"{source}.log").read_bytes())
+        lasts = [b["last"] for b in scan]
+        offsets = sorted({o for b in scan for o, _ in b["records"]} | set(lasts))
+        for offset in offsets:
+            found = segment.translate_offset(offset)
+            want = scan[bisect_left(lasts, offset)]
+            assert (found.position, found.offset) == (want["position"], want["last"]), offset
+        assert segment.index_trusted
+    finally:
+        segment.close()
+
+
+# -- indexes are hints ----------------------------------------------------------------------------
+def test_a_position_no_batch_starts_at_is_never_used_and_a_writable_index_is_rebuilt(
+    tmp_path: Path,
+) -> None:
+    segment, data = filled_segment(tmp_path)
+    segment.close()
+    scan = kp_batches(data)
+    good = raw_entries(tmp_path / f"{100:020d}.index", ">ii")
+    good_time = raw_entries(tmp_path / f"{100:020d}.timeindex", ">qi")
+    assert len(good) > 4
+    # Plausible entries (increasing, inside the log), each position one batch too late.
+    later = {b["position"]: scan[i + 1]["position"] for i, b in enumerate(scan[:-1])}
+    shifted = [(r, later[p]) for r, p in good if p in later]
+    (tmp_path / f"{100:020d}.index").write_bytes(
+        b"".join(struct.pack(">ii", r, p) for r, p in shifted)
+    )
+    lasts = [b["last"] for b in scan]
+    for writable in (False, True):
+        segment = LogSegment.open(tmp_path, 100, LogConfig({"index.interval.bytes": 200}),
+                                  MockClock(now_ms=T0), writable=writable)  # fmt: skip
+        for offset in range(100, lasts[-1] + 1):
+            found = segment.translate_offset(offset)
+            assert found.position == scan[bisect_left(lasts, offset)]["position"], offset
+        assert segment.index_trusted == writable  # rebuilt, or set aside (read-only)
+        segment.close()
+        assert (raw_entries(tmp_path / f"{100:020d}.index", ">ii") == good) == writable
+    assert raw_entries(tmp_path / f"{100:020d}.timeindex", ">qi") == good_time
+    assert (tmp_path / f"{100:020d}.log").read_bytes() == data

@@ -397,6 +397,24 @@ class AbstractIndex(abc.ABC):
                 return mid
         return lo
 
+    def _columns(self, fields: str) -> np.ndarray:
+        """Every entry's fields (a structured numpy array of ``fields``, a dtype spec such as
+        ``">i4,>i4"``), copied from the file: for checks over the whole index."""
+        with self._lock:
+            n = self._entries
+            if n == 0:
+                return np.zeros(0, dtype=np.dtype(fields))
+            data = bytes(self._buffer()[: n * self.ENTRY_SIZE])
+        return np.frombuffer(data, dtype=np.dtype(fields), count=n)
+
+    def _first_break(self, values: np.ndarray, *, strict: bool) -> int | None:
+        """The first entry whose value is not above (``strict``) or at least the one before."""
+        if len(values) < 2:
+            return None
+        steps = np.diff(values.astype(np.int64))
+        bad = np.flatnonzero(steps <= 0 if strict else steps < 0)
+        return int(bad[0]) + 1 if len(bad) else None
+
     def _load_keys(self, buf: bytes) -> np.ndarray:
         field = np.dtype(
             {"names": ["key"], "formats": [">" + self._KEY.format[-1]], "itemsize": self.ENTRY_SIZE}

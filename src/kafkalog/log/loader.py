@@ -7,9 +7,13 @@ Steps, as Kafka 4.x does them:
    an unfinished operation and go too; the other swaps are finished cleans that replace the
    segments they cover.
 2. Index files without a ``.log`` go. A segment whose offset or time index is missing or fails
-   its sanity check is recovered (indexes rebuilt).
+   its sanity check (Kafka's, and kafkalog's on the entries' order and range:
+   :func:`check_indexes`) is recovered (indexes rebuilt).
 3. After an unclean shutdown every segment from the recovery point on is recovered: batches are
    CRC-checked, the first invalid one and everything after it is cut, later segments dropped.
+   After a clean one too when the last segment's end cannot be read (a zero-filled or corrupt
+   tail, which only a crash leaves: the marker was stale or copied), with a warning naming the
+   file and position; Kafka's startup fails on such a partition instead.
 4. The log start offset is the larger of the checkpointed one and the first segment's base.
 
 Where Kafka deletes, kafkalog moves files and cut bytes to the partition's quarantine
@@ -20,11 +24,13 @@ they replace) and reports the rest.
 
 from __future__ import annotations
 
+import logging
 import os
+from bisect import bisect_right
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import CorruptIndexError
+from ..errors import CorruptIndexError, CorruptRecordError
 from .clock import Clock
 from .config import LogConfig
 from .naming import (
@@ -42,9 +48,10 @@ from .quarantine import Quarantine
 from .regular_file import require_regular_entries
 from .segment import LogSegment
 
-__all__ = ["LoadResult", "classify_leftovers", "load_segments"]
+__all__ = ["LoadResult", "check_indexes", "classify_leftovers", "load_segments"]
 
 _INDEX_SUFFIXES = (INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX, TXN_INDEX_FILE_SUFFIX)
+_log = logging.getLogger("kafkalog.log")
 
 
 @dataclass(slots=True)
@@ -52,6 +59,10 @@ class LoadResult:
     segments: list[LogSegment]
     notes: list[str] = field(default_factory=list)  # what loading did or (read-only) would do
     recovered_bytes_cut: int = 0
+    # Whether the segments from the recovery point on were recovered (an unclean shutdown, or
+    # a last segment whose end could not be read).
+    recovered: bool = False
+    next_offset: int | None = None  # the log end offset, when loading read it
 
 
 def _files(directory: Path) -> list[Path]:
@@ -153,6 +164,7 @@ def load_segments(
         recovered_from = below[-1] if below else (bases[0] if bases else None)
     segments: dict[int, LogSegment] = {}
     first_cut: int | None = None  # base of the first segment whose index rebuild cut bytes
+    live = sorted((set(logs) - replaced) | set(swap_segments))
     for base in sorted(logs):
         if base in replaced:
             if writable:
@@ -171,9 +183,7 @@ def load_segments(
                 if recovered_from is None or base < recovered_from:  # else: recovered below
                     if missing:
                         raise CorruptIndexError("missing index")
-                    segment.offset_index.sanity_check()
-                    segment.time_index.sanity_check()
-                    segment.txn_index.sanity_check()
+                    check_indexes(segment, _next_base(live, base))
             except CorruptIndexError as e:
                 notes.append(f"{logs[base].name}: indexes rebuilt ({e.message})")
                 # Producer state up to this segment, so the rebuilt .txnindex keeps its entries.
@@ -196,7 +206,29 @@ def load_segments(
         ordered = [s for s in ordered if not s.dropped]
 
     cut = 0
-    if writable and not had_clean_shutdown:
+    unclean = writable and not had_clean_shutdown
+    next_offset = None
+    if writable and not unclean and ordered:
+        # A clean shutdown skips recovery, but a last segment whose end cannot be read (a
+        # zero-filled or corrupt tail: a crash with preallocated files, a stale or copied
+        # marker) cannot be appended to nor served: recover this partition as after an
+        # unclean shutdown, instead of refusing to open it.
+        next_offset, problem = _read_end(ordered[-1])
+        if problem is not None:
+            where = f"{ordered[-1].log.path}, position {problem.position}"
+            _log.warning(
+                "%s: the end of the log cannot be read (%s) although the last shutdown was "
+                "clean: recovering %s as after an unclean shutdown",
+                where,
+                problem.message,
+                directory.name,
+            )
+            notes.append(
+                f"{where}: the end of the log cannot be read ({problem.message}): recovered as "
+                f"after an unclean shutdown"
+            )
+            unclean = True
+    if unclean:
         cut = _recover_from(
             ordered,
             recovery_point,
@@ -208,7 +240,34 @@ def load_segments(
             log_start_offset,
         )
         ordered = [s for s in ordered if not s.dropped]
-    return LoadResult(ordered, notes, cut)
+        next_offset = None
+    return LoadResult(ordered, notes, cut, recovered=unclean, next_offset=next_offset)
+
+
+def _read_end(segment: LogSegment) -> tuple[int | None, CorruptRecordError | None]:
+    """The offset after ``segment``'s last batch, or the framing error that stops reading it."""
+    try:
+        return segment.read_next_offset(), None
+    except CorruptRecordError as e:
+        return None, e
+
+
+def check_indexes(segment: LogSegment, next_base: int | None) -> None:
+    """Raise :class:`CorruptIndexError` when the loader rebuilds ``segment``'s indexes: Kafka's
+    sanity checks (OffsetIndex, TimeIndex and TransactionIndex ``sanityCheck``), and the entries'
+    order and range (offsets and positions increasing, positions inside the ``.log``, offsets
+    below the next segment's base offset ``next_base``): indexes are hints, and one that breaks
+    these is rebuilt rather than trusted."""
+    segment.offset_index.sanity_check()
+    segment.time_index.sanity_check()
+    segment.txn_index.sanity_check()
+    segment.offset_index.check_entries(segment.log.size_in_bytes(), next_base)
+    segment.time_index.check_entries(next_base)
+
+
+def _next_base(bases: list[int], base: int) -> int | None:
+    i = bisect_right(bases, base)
+    return bases[i] if i < len(bases) else None
 
 
 def _recover(segment: LogSegment, quarantine, notes, producer_state, leader_epoch_cache) -> int:

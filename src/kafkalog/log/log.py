@@ -102,6 +102,8 @@ class Log:
         self.leader_epoch_cache = LeaderEpochFileCache(directory, writable=writable)
         self._producer_state: ProducerStateManager | None = None
         self._log_end_offset = 0
+        # A read-only log whose last segment cannot be read to its end: where reads stop.
+        self._readable_end: int | None = None
         self._unflushed = 0
         self._last_flush_ms = clock.milliseconds()
         self._validator_config: tuple[LogConfig | None, LogValidatorConfig | None] = (None, None)
@@ -141,10 +143,13 @@ class Log:
             ]  # fmt: skip
         first_base = log.segments[0].base_offset if log.segments else log_start_offset
         log.log_start_offset = max(log_start_offset, first_base)
-        log._log_end_offset = log._read_log_end_offset() if log.segments else first_base
+        if loaded.next_offset is not None and log.segments:
+            log._log_end_offset = loaded.next_offset
+        else:
+            log._log_end_offset = log._read_log_end_offset() if log.segments else first_base
         log.recovery_point = (
             log._log_end_offset
-            if not had_clean_shutdown
+            if not had_clean_shutdown or loaded.recovered
             else min(max(recovery_point, log.log_start_offset), log._log_end_offset)
         )
         if writable:
@@ -169,14 +174,16 @@ class Log:
         except CorruptRecordError as e:
             if self.writable:
                 raise
-            next_offset = segment.base_offset
+            next_offset, end = segment.base_offset, segment.log.start
             try:
                 for batch in segment.log.batches():
-                    next_offset = batch.next_offset
+                    next_offset, end = batch.next_offset, batch.position + batch.size_in_bytes
             except CorruptRecordError:
                 pass
+            self._readable_end = end
             self.load_notes.append(
-                f"{os.path.basename(segment.log.path)}: readable up to offset {next_offset}: {e}"
+                f"{os.path.basename(segment.log.path)}: readable up to offset {next_offset} "
+                f"(position {end}): {e}"
             )
             return next_offset
 
@@ -381,6 +388,8 @@ class Log:
 
     def batches(self, start_offset: int = 0) -> Iterator[Batch]:
         """Every batch whose last offset >= ``start_offset``, across segments."""
+        if start_offset >= self._log_end_offset and self._readable_end is not None:
+            return  # nothing to find, and the walk would reach the unreadable end
         first = self.segment_for(max(start_offset, 0))
         started = first is None
         for segment in self.segments:
@@ -391,7 +400,10 @@ class Log:
             position = found.position if found is not None else 0
             if segment is first and found is None:
                 continue
-            yield from segment.log.batches(position)
+            records = segment.log
+            if self._readable_end is not None and segment is self.active_segment:
+                records = records.slice(records.start, self._readable_end)  # not the damage
+            yield from records.batches(position)
 
     def read(
         self,
@@ -421,6 +433,8 @@ class Log:
             if segment is self.active_segment or self._next_base(segment) > upper:
                 found = segment.translate_offset(upper) if upper < self._log_end_offset else None
                 max_position = found.position if found is not None else segment.size()
+                if self._readable_end is not None and segment is self.active_segment:
+                    max_position = min(max_position, self._readable_end)
             info = segment.read(start_offset, max_length, max_position,
                                 min_one_message=min_one_message)  # fmt: skip
             if info is not None:

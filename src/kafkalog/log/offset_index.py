@@ -133,6 +133,39 @@ class OffsetIndex(AbstractIndex):
                     f"found {self._length} bytes, which is not a multiple of {self.ENTRY_SIZE}"
                 )
 
+    def check_entries(self, log_size: int, end_offset: int | None = None) -> None:
+        """kafkalog's rules beyond Kafka's sanity check (docs/reading.md: indexes are hints):
+        offsets and positions strictly increase, positions lie in the ``.log`` (``log_size``
+        bytes) and offsets below ``end_offset`` (the next segment's base offset), when given.
+        Raises :class:`CorruptIndexError` naming the first entry that breaks one."""
+        columns = self._columns(">i4,>i4")
+        if len(columns) == 0:
+            return
+        relative, positions = columns["f0"], columns["f1"]
+        checks = (
+            (self._first_break(relative, strict=True), "offsets do not increase"),
+            (self._first_break(positions, strict=True), "positions do not increase"),
+        )
+        for entry, rule in checks:
+            if entry is not None:
+                raise self._corrupt(rule, entry=entry)
+        if relative[0] < 0:
+            raise self._corrupt("an offset below the base offset", entry=0)
+        if positions[0] < 0:
+            raise self._corrupt(f"a negative position ({int(positions[0])})", entry=0)
+        last = len(columns) - 1
+        if positions[last] >= log_size:
+            raise self._corrupt(
+                f"position {int(positions[last])} is outside the log ({log_size} bytes)",
+                entry=last,
+            )
+        if end_offset is not None and self._base_offset + int(relative[last]) >= end_offset:
+            raise self._corrupt(
+                f"offset {self._base_offset + int(relative[last])} is not below the next "
+                f"segment's base offset {end_offset}",
+                entry=last,
+            )
+
     # -- changing -------------------------------------------------------------------------------
 
     def append(self, offset: int, position: int) -> None:

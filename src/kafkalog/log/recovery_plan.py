@@ -6,10 +6,12 @@ prints this plan. The plan takes the loader's decisions step by step, on files o
 1. leftovers (``.deleted``, ``.cleaned``, swaps of an unfinished clean) and indexes without a
    ``.log`` leave the directory (kafkalog moves them to the quarantine where Kafka deletes);
 2. finished cleans (``.swap``) replace the segments they cover and are renamed into place;
-3. a segment whose ``.index`` or ``.timeindex`` is missing or fails Kafka's sanity check has its
-   indexes rebuilt, and so has every segment from the recovery point on after an unclean
-   shutdown; rebuilding walks the log and cuts it at the first invalid batch (failed CRC or
-   framing, offsets going back, an offset the segment cannot index, a torn or zero-filled tail);
+3. a segment whose ``.index`` or ``.timeindex`` is missing or fails Kafka's sanity check (or
+   kafkalog's on the entries' order and range) has its indexes rebuilt, and so has every segment
+   from the recovery point on after an unclean shutdown, or after a clean one when the end of the
+   log cannot be read; rebuilding walks the log and cuts it at the first invalid batch (failed
+   CRC or framing, offsets going back, an offset the segment cannot index, a torn or zero-filled
+   tail);
 4. after a cut, the later segments leave too: the log now ends in the cut segment.
 
 Then the log's bookkeeping follows its new end: leader epochs starting past it are dropped. A
@@ -76,7 +78,9 @@ DROP_SEGMENT = "drop-segment"  # a whole segment after a cut goes to the quarant
 TRIM_LEADER_EPOCHS = "trim-leader-epochs"  # leader-epoch-checkpoint entries past the new end go
 REBUILD_LEADER_EPOCHS = "rebuild-leader-epochs"  # a malformed leader-epoch-checkpoint rebuilt
 REWRITE_CHECKPOINT = "rewrite-checkpoint"  # a data directory's malformed offset checkpoint
-UNREADABLE_END = "unreadable-end"  # not a change: opening fails (Kafka's startup too)
+# Not a change: Kafka's startup fails on the partition; kafkalog's writable opening recovers it
+# as after an unclean shutdown (the plan's other actions).
+UNREADABLE_END = "unreadable-end"
 
 _INDEX_SUFFIXES = (INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX, TXN_INDEX_FILE_SUFFIX)
 
@@ -278,7 +282,8 @@ def plan_recovery(
                 f"{recovery_point})"
             )
         else:
-            rebuild_reason = segment_index_problem(directory, base, config)
+            following = bases[i + 1] if i + 1 < len(bases) else None
+            rebuild_reason = segment_index_problem(directory, base, config, following)
         if rebuild_reason is None:
             ends[base] = None
             continue
@@ -317,6 +322,18 @@ def plan_recovery(
     plan.log_end_offset = _log_end(
         plan, directory, bases, ends, logs, config, clock, log_start_offset
     )
+    if had_clean_shutdown and plan.unreadable:
+        # The loader recovers such a partition as after an unclean shutdown (Kafka's startup
+        # fails on it instead): the plan is that recovery's, after the finding.
+        recovered = plan_recovery(
+            directory,
+            recovery_point=recovery_point,
+            had_clean_shutdown=False,
+            log_start_offset=log_start_offset,
+            config=config,
+        )
+        recovered.actions[:0] = [a for a in plan.actions if a.action == UNREADABLE_END]
+        return recovered
     _plan_leader_epochs(directory, plan)
     return plan
 
@@ -352,9 +369,13 @@ def _segment_files(log: Path) -> list[Path]:
     return files
 
 
-def segment_index_problem(directory: Path, base: int, config: LogConfig) -> str | None:
-    """Why the loader would rebuild this segment's indexes, or None. The sanity checks read the
-    files as a writable open would (every slot counts), but without opening them for writing."""
+def segment_index_problem(
+    directory: Path, base: int, config: LogConfig, next_base: int | None = None
+) -> str | None:
+    """Why the loader would rebuild this segment's indexes, or None (its checks:
+    :func:`kafkalog.log.loader.check_indexes`; ``next_base`` is the next segment's base offset).
+    The checks read the files as a writable open would (every slot counts), but without opening
+    them for writing."""
     kinds = (
         (OffsetIndex, offset_index_file(directory, base)),
         (TimeIndex, time_index_file(directory, base)),
@@ -362,11 +383,16 @@ def segment_index_problem(directory: Path, base: int, config: LogConfig) -> str 
     for _kind, file in kinds:
         if not file.exists():
             return f"missing index {file.name}"
+    log_size = log_file(directory, base).stat().st_size
     try:
         for kind, file in kinds:
             index = kind(file, base, max_index_size=config["segment.index.bytes"])
             try:
                 index.sanity_check()
+                if kind is OffsetIndex:
+                    index.check_entries(log_size, next_base)
+                else:
+                    index.check_entries(next_base)
             finally:
                 index.close()
         txn = TransactionIndex(directory / f"{base:020d}{TXN_INDEX_FILE_SUFFIX}", base)
@@ -399,8 +425,10 @@ def _log_end(plan, directory, bases, ends, logs, config, clock, log_start_offset
                     action=UNREADABLE_END,
                     path=str(segment.log.path),
                     position=e.position,
-                    reason=f"opening the log fails reading its end ({e.message}), as a broker's "
-                    f"startup would; recover --full re-checks the segment and cuts it there",
+                    reason=f"the end of the log cannot be read ({e.message}): a broker's startup "
+                    f"fails there; kafkalog's writable opening (serve) recovers the partition as "
+                    f"after an unclean shutdown (the actions that follow), and so does recover "
+                    f"--full",
                 )
             )
     return max(next_offset if next_offset is not None else last, log_start_offset)

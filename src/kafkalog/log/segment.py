@@ -10,10 +10,19 @@ Read-only segments (the default) never change a file. Kafka preallocates the act
 indexes to 10 MiB and trims them only on roll or clean shutdown, so a copy of a live or crashed
 broker's disk may hold untrimmed indexes (read up to their first unwritten slot) or none at all
 (the fixtures lack them): then lookups fall back to scanning the ``.log`` from the start.
+
+Indexes are hints (docs/reading.md): a position taken from the offset index is used only once the
+entry there frames (:func:`kafkalog.format.entries.entry_header`) and its base offset lies between
+the segment's base offset and the offset looked up. A position that fails the check makes the
+lookup start at position 0 (a scan of the segment) and the index untrusted for this segment, so
+later lookups do not pay the failed check again; a writable segment rebuilds both indexes from the
+log then, as Kafka rebuilds an index it does not trust. Verified positions are remembered (one
+``pread`` of 61 bytes the first time a position is used, none after).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import random
 from collections.abc import Callable, Sequence
@@ -23,7 +32,8 @@ from typing import NamedTuple
 
 from ..errors import CorruptRecordError, InvalidRecordError
 from ..format import MemoryRecords
-from ..format.constants import NO_TIMESTAMP
+from ..format.constants import MAGIC_VALUE_V2, NO_TIMESTAMP
+from ..format.entries import HEADER_PEEK, entry_header
 from .clock import Clock
 from .config import LogConfig
 from .errors import IndexOffsetOverflowError
@@ -39,6 +49,8 @@ __all__ = ["FetchDataInfo", "LogOffsetMetadata", "LogSegment", "RollParams"]
 
 _INT32_MAX = (1 << 31) - 1
 _UNKNOWN = TimestampOffset(timestamp=NO_TIMESTAMP, offset=-1)
+_VERIFIED_MAX = 4096  # index positions remembered as verified, per segment
+_log = logging.getLogger("kafkalog.log")
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +109,12 @@ class LogSegment:
         self._rolling_based_timestamp: int | None = None
         self._max_so_far: TimestampOffset | None = None
         self.dropped = False  # set when recovery moved the segment's files to quarantine
+        # Indexes are hints: False once an offset-index position failed its check (lookups
+        # then scan from position 0, and the time index is not used either).
+        self.index_trusted = True
+        # Index positions whose entry was checked: position -> the entry's first offset (the
+        # log only grows between truncations, which clear it).
+        self._verified: dict[int, int] = {}
 
     @classmethod
     def open(
@@ -162,7 +180,8 @@ class LogSegment:
         return self._max_so_far
 
     def _read_largest_timestamp(self) -> TimestampOffset:
-        last = self.time_index.last_entry if self.time_index is not None else _UNKNOWN
+        trusted = self.time_index is not None and self.index_trusted
+        last = self.time_index.last_entry if trusted else _UNKNOWN
         if last.timestamp == NO_TIMESTAMP:
             last = _UNKNOWN
         position = self._index_lookup(last.offset).position if last.offset >= 0 else 0
@@ -180,9 +199,116 @@ class LogSegment:
         return ts if ts >= 0 else self.last_modified()
 
     def _index_lookup(self, offset: int) -> OffsetPosition:
-        if self.offset_index is None:
-            return OffsetPosition(offset=self.base_offset, position=0)
-        return self.offset_index.lookup(offset)
+        """Where a walk for ``offset`` may start: the offset index's entry for it once the
+        position is verified (:meth:`_check_position`, once per position), else the segment's
+        start."""
+        index = self.offset_index
+        start = OffsetPosition(offset=self.base_offset, position=0)
+        if index is None or not self.index_trusted:
+            return start
+        found = index.lookup(offset)
+        position = found.position
+        if position == 0:
+            return start  # the segment's start: always a place to walk from
+        first = self._verified.get(position)
+        if first is None:
+            first, why = self._check_position(position, offset)
+            if first is None:
+                self._distrust_index(found, offset, why)
+                return start
+            if len(self._verified) >= _VERIFIED_MAX:
+                self._verified.clear()
+            self._verified[position] = first
+        if not self.base_offset <= first <= offset:
+            self._distrust_index(
+                found, offset, f"the batch there starts at offset {first}, past {offset}"
+            )
+            return start
+        return found
+
+    def _check_position(self, position: int, offset: int) -> tuple[int | None, str]:
+        """The first offset of the entry at ``position`` (one read of its header), or None and
+        why the position cannot be a batch start for a lookup of ``offset``."""
+        log = self.log
+        size = log.size_in_bytes()
+        if not 0 <= position < size:
+            return None, f"position {position} is outside the segment (size {size})"
+        try:
+            header = entry_header(log.read(position, HEADER_PEEK), 0, size - position)
+        except CorruptRecordError as e:
+            return None, f"no batch starts there ({e.message})"
+        if header is None:
+            return None, "no complete batch starts there"
+        first = header.base_offset
+        if header.magic < MAGIC_VALUE_V2 and first > offset and header.attributes & 0x07:
+            # A legacy compressed wrapper carries its last inner offset; an index written by
+            # Kafka 0.10 points at it with its first one: decompress to know it.
+            try:
+                first = next(iter(log.batches(position))).base_offset
+            except (CorruptRecordError, InvalidRecordError, StopIteration) as e:
+                return None, f"no readable batch starts there ({e})"
+        return first, ""
+
+    def _distrust_index(self, found: OffsetPosition, offset: int, why: str) -> None:
+        """Stop using this segment's indexes (a walk from its start finds every batch); a
+        writable segment rebuilds them from the log."""
+        self.index_trusted = False
+        self._verified.clear()
+        index = self.offset_index
+        writable = index is not None and index.writable and self.time_index is not None
+        _log.log(
+            logging.WARNING if writable else logging.INFO,
+            "%s: entry (offset %d, position %d) used for offset %d is not a batch start at or "
+            "below it (%s): the index is %s",
+            index.file if index is not None else self.log.path,
+            found.offset,
+            found.position,
+            offset,
+            why,
+            "rebuilt from the log" if writable else "not used (lookups walk the segment)",
+        )
+        if writable:
+            self.rebuild_indexes()
+
+    def rebuild_indexes(self) -> None:
+        """Write the offset and time indexes anew from the log's batches (as :meth:`recover`
+        does, without checking CRCs or cutting anything: up to the first entry that does not
+        frame). The transaction index is left as it is."""
+        offset_index, time_index = self.offset_index, self.time_index
+        active = offset_index.length > offset_index.size_in_bytes  # has room: not rolled
+        offset_entries: list[tuple[int, int]] = []
+        time_entries: list[tuple[int, int]] = []
+        max_so_far = _UNKNOWN
+        position = last_index_entry = 0
+        try:
+            for batch in self.log.batches():
+                if batch.max_timestamp > max_so_far.timestamp:
+                    max_so_far = TimestampOffset(
+                        timestamp=batch.max_timestamp, offset=batch.last_offset
+                    )
+                if position - last_index_entry > self.index_interval_bytes:
+                    offset_entries.append((batch.last_offset, position))
+                    time_entries.append((max_so_far.timestamp, max_so_far.offset))
+                    last_index_entry = position
+                position += batch.size_in_bytes
+        except (CorruptRecordError, InvalidRecordError):
+            pass  # the entries up to the damage; reads stop there
+        offset_index.reset()
+        time_index.reset()
+        kept = min(len(offset_entries), offset_index.max_entries, time_index.max_entries - 1)
+        offset_index.append_all(offset_entries[:kept])  # a full index: lookups walk further
+        time_index.maybe_append_all(time_entries[:kept])
+        self._bytes_since_last_index_entry = position - last_index_entry
+        self._max_so_far = max_so_far
+        if not active:
+            if max_so_far.offset >= 0:
+                time_index.maybe_append(
+                    max_so_far.timestamp, max_so_far.offset, skip_full_check=True
+                )
+            offset_index.trim_to_valid_size()
+            time_index.trim_to_valid_size()
+        self._verified.clear()
+        self.index_trusted = True
 
     def can_convert_to_relative_offset(self, offset: int) -> bool:
         return 0 <= offset - self.base_offset <= _INT32_MAX
@@ -301,7 +427,7 @@ class LogSegment:
         self, timestamp: int, starting_offset: int
     ) -> TimestampAndOffset | None:
         """The first record with timestamp >= ``timestamp`` at or after ``starting_offset``."""
-        if self.time_index is not None:
+        if self.time_index is not None and self.index_trusted:
             hint = self.time_index.lookup(timestamp).offset
         else:
             hint = self.base_offset
@@ -409,6 +535,8 @@ class LogSegment:
                 max_so_far.timestamp, max_so_far.offset, skip_full_check=True
             )
         self.time_index.trim_to_valid_size()
+        self._verified.clear()
+        self.index_trusted = True  # rebuilt from the log
         return truncated
 
     def truncate_to(self, offset: int) -> int:
@@ -420,6 +548,7 @@ class LogSegment:
         self.offset_index.resize(self.offset_index.max_index_size)
         self.time_index.resize(self.time_index.max_index_size)
         removed = 0 if mapping is None else self.log.truncate_to(mapping.position)
+        self._verified.clear()  # positions past the cut may be written again
         if self.log.size_in_bytes() == 0:
             self.created = self._clock.milliseconds()
             self._rolling_based_timestamp = None

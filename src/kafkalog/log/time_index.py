@@ -131,6 +131,32 @@ class TimeIndex(AbstractIndex):
                     f"found {self._length} bytes, which is not a multiple of {self.ENTRY_SIZE}"
                 )
 
+    def check_entries(self, end_offset: int | None = None) -> None:
+        """kafkalog's rules beyond Kafka's sanity check (docs/reading.md: indexes are hints):
+        timestamps and offsets never decrease, offsets are at least the base offset and below
+        ``end_offset`` (the next segment's base offset), when given. Raises
+        :class:`CorruptIndexError` naming the first entry that breaks one."""
+        columns = self._columns(">i8,>i4")
+        if len(columns) == 0:
+            return
+        timestamps, relative = columns["f0"], columns["f1"]
+        checks = (
+            (self._first_break(timestamps, strict=False), "timestamps decrease"),
+            (self._first_break(relative, strict=False), "offsets decrease"),
+        )
+        for entry, rule in checks:
+            if entry is not None:
+                raise self._corrupt(rule, entry=entry)
+        if relative[0] < 0:
+            raise self._corrupt("an offset below the base offset", entry=0)
+        last = len(columns) - 1
+        if end_offset is not None and self._base_offset + int(relative[last]) >= end_offset:
+            raise self._corrupt(
+                f"offset {self._base_offset + int(relative[last])} is not below the next "
+                f"segment's base offset {end_offset}",
+                entry=last,
+            )
+
     # -- changing -------------------------------------------------------------------------------
 
     def maybe_append(self, timestamp: int, offset: int, *, skip_full_check: bool = False) -> None:
