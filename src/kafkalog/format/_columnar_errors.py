@@ -196,6 +196,10 @@ def kernel_error(result: tuple, ctx: Context) -> KafkalogError:
             )
         entry = ctx.position_base + entry_pos
         entry_offset = _offset_at(data, entry_pos)
+        if code == A.E_CODEC:  # as the driver and RecordBatch.compression word it
+            return UnsupportedCompressionTypeError(
+                f"Unknown compression type id {a} in batch attributes", position=entry, offset=b
+            )
         if code == A.E_BATCH_HEADER:  # offsets_rule words it (compressed: no size rule here)
             try:
                 check_batch_header(entry_offset, a, b, 0, True, position=entry)

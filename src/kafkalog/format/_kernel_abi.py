@@ -15,7 +15,7 @@ exceptions, so both twins raise identical errors.
 
 from __future__ import annotations
 
-ABI_VERSION = 10
+ABI_VERSION = 11
 
 # -- output slots (sink arrays, in this order) ---------------------------------------------------
 OFFSET = 0  # int64[R]
@@ -149,6 +149,7 @@ E_INNER_OFFSETS = 31  # a=lowest, b=highest inner offset of a legacy wrapper's s
 #                       c=the wrapper offset when inner offsets are absolute): out of range
 E_BATCH_HEADER = 32  # a=lastOffsetDelta, b=recordsCount: a v2 header that disagrees with itself
 #                      (offsets_rule.check_batch_header: delta < 0, or count > delta + 1)
+E_CODEC = 33  # a=codec id, b=offset: a v2 batch's codec id above 4 (skipped batches too)
 
 # Varint fields named in E_VARINT_* messages, by index (record.py's words).
 VARINT_FIELDS = (

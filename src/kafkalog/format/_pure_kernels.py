@@ -551,6 +551,8 @@ def _walk_entries(
                     return (A.ERROR, pos, A.E_COUNT_NEGATIVE, count, 0, 0, pos)
                 if delta < 0 or count > delta + 1:
                     return (A.ERROR, pos, A.E_BATCH_HEADER, delta, count, 0, pos)
+                if attributes & 0x07 > 4:
+                    return (A.ERROR, pos, A.E_CODEC, attributes & 0x07, offset, 0, pos)
                 if last < start_offset or (attributes & 0x20 and not keep_control):
                     st[A.ST_PREV_LAST], st[A.ST_HAS_PREV] = last, 1
                     pos = entry_end

@@ -175,6 +175,10 @@ static void decode_entries_impl(SinkObject *s, const uint8_t *b, Py_ssize_t pos,
                 r->status = ERROR; r->code = E_BATCH_HEADER; r->a = delta; r->b = count;
                 return;
             }
+            if ((attributes & 0x07) > 4) {
+                r->status = ERROR; r->code = E_CODEC; r->a = attributes & 0x07; r->b = offset;
+                return;
+            }
             if (skip) {
                 st[ST_PREV_LAST] = last; st[ST_HAS_PREV] = 1;
                 pos = entry_end;

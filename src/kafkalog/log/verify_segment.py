@@ -395,10 +395,12 @@ def _check_order(
         if scan.first_gap_after is None:
             scan.first_gap_after = prev_last
     if base_offset is not None and facts.last_offset - base_offset > _INT32_MAX:
-        sink.error(
+        sink.warning(
             "offset-overflow", path,
             f"offset {facts.last_offset} is more than Int.MAX past the segment's base offset "
-            f"{base_offset}: indexes cannot hold it (Kafka rolls before this)",
+            f"{base_offset}: indexes cannot hold it (Kafka rolls before this; its loader splits "
+            f"such a segment of an old log, while kafkalog's recovery cuts it there and keeps the "
+            f"cut bytes in its quarantine)",
             position=position, offset=facts.last_offset,
         )  # fmt: skip
 
