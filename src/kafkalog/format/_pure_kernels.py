@@ -554,6 +554,11 @@ def _walk_entries(
                 if attributes & 0x07 > 4:
                     return (A.ERROR, pos, A.E_CODEC, attributes & 0x07, offset, 0, pos)
                 if last < start_offset or (attributes & 0x20 and not keep_control):
+                    # Its records must decode (Kafka's consumer iterates a control batch's
+                    # records too); a compressed one is left out whole, not inflated.
+                    if not attributes & 0x07:
+                        _validate_v2(buf, pos + 61, entry_end, count, _be(buf, pos + 27, 8),
+                                     _be(buf, pos + 35, 8), bool(attributes & 0x08))  # fmt: skip
                     st[A.ST_PREV_LAST], st[A.ST_HAS_PREV] = last, 1
                     pos = entry_end
                     continue

@@ -172,6 +172,9 @@ int kl_crc_in_walk(void);
 int kl_crc_set_hardware(int level); /* 0 tables, 1 SSE4.2/PCLMULQDQ, 2 AVX-512 */
 
 /* -- records and messages (_speedups_records.c, _speedups_legacy.c) ---------------------------- */
+/* The framing rules of kl_records_v2 over a batch's records, nothing written: 0, or -1 with r. */
+int kl_validate_v2(const uint8_t *b, Py_ssize_t start, Py_ssize_t end, int64_t count,
+                   int64_t base_ts, int64_t max_ts, int log_append, int64_t out[4], result_t *r);
 int kl_records_v2(SinkObject *s, const uint8_t *b, Py_ssize_t start, Py_ssize_t end,
                   const batch_t *bt, result_t *r);
 /* Rows [from, to) of the batch-level columns take the values v (by B_*); with ``sequences``, the

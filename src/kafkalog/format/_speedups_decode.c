@@ -180,6 +180,13 @@ static void decode_entries_impl(SinkObject *s, const uint8_t *b, Py_ssize_t pos,
                 return;
             }
             if (skip) {
+                /* Its records must decode (Kafka's consumer iterates a control batch's records
+                 * too); a compressed one is left out whole, not inflated. */
+                int64_t seen[4];
+                if (!(attributes & 0x07) &&
+                    kl_validate_v2(b, pos + 61, entry_end, count, be64(b + pos + 27),
+                                   be64(b + pos + 35), (attributes & 0x08) != 0, seen, r) != 0)
+                    return;
                 st[ST_PREV_LAST] = last; st[ST_HAS_PREV] = 1;
                 pos = entry_end;
                 continue;

@@ -551,9 +551,8 @@ int kl_records_v2(SinkObject *s, const uint8_t *b, Py_ssize_t start, Py_ssize_t 
  * rules (and error codes and positions) of kl_records_v2: the smallest and largest timestamp
  * other than -1 (base + delta wrapping as Java longs; the batch's max for LogAppendTime), how
  * many keys are null, and whether offset deltas run 0..count-1. 0, or -1 with r filled. */
-static int validate_v2(const uint8_t *b, Py_ssize_t start, Py_ssize_t end, int64_t count,
-                       int64_t base_ts, int64_t max_ts, int log_append, int64_t out[4],
-                       result_t *r) {
+int kl_validate_v2(const uint8_t *b, Py_ssize_t start, Py_ssize_t end, int64_t count,
+                   int64_t base_ts, int64_t max_ts, int log_append, int64_t out[4], result_t *r) {
     if (count * 7 > (int64_t)(end - start)) FAIL(E_COUNT_TOO_LARGE, start, count, end - start, 0);
     int64_t lo = INT64_MAX, hi = INT64_MIN, null_keys = 0, deltas_ok = 1;
     Py_ssize_t pos = start;
@@ -633,7 +632,8 @@ PyObject *kl_validate_records_v2(PyObject *mod, PyObject *const *args, Py_ssize_
     result_t r = {END, v[1], 0, 0, 0, 0, -1};
     int64_t out[4] = {-1, -1, 0, 0};
     Py_BEGIN_ALLOW_THREADS
-    validate_v2(in.buf, (Py_ssize_t)v[0], (Py_ssize_t)v[1], v[2], v[3], v[4], v[5] != 0, out, &r);
+    kl_validate_v2(in.buf, (Py_ssize_t)v[0], (Py_ssize_t)v[1], v[2], v[3], v[4], v[5] != 0, out,
+                   &r);
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&in);
     return Py_BuildValue("(iniLLLLLLi)", r.status, r.pos, r.code, r.a, r.b, r.c, (long long)out[0],
