@@ -121,24 +121,10 @@ DOCUMENTED = (
 
 # Differences found by these tests that docs/cli.md does not list (yet): reported to the owners of
 # kafkalog's dump to be fixed or documented. While only these remain the tests xfail (naming
-# them); any other difference fails. Remove an entry once it is fixed or documented.
-def _snapshot_trailing_space(kafka: str, ours: str) -> tuple[str, str]:
-    """Kafka 4.3+ (DumpLogSegments in Java) ends a producer snapshot entry without batch
-    metadata at ``lastTimestamp: T``; 3.9-4.2 (and kafkalog) print a space after it."""
-    if kafka.startswith("producerId: ") and ours == kafka + " ":
-        return kafka, kafka
-    return kafka, ours
-
-
-def _skip_metadata_null_key(kafka: str, ours: str) -> tuple[str, str]:
-    """With --skip-record-metadata, Kafka 4.3+ prints a record without a key as ``| payload:
-    ...`` (3.9-4.2, and kafkalog: `` payload: ...``, no bar)."""
-    if kafka.startswith("| payload: ") and ours.startswith(" payload: "):
-        return kafka, "|" + ours
-    return kafka, ours
-
-
-REPORTED = (_snapshot_trailing_space, _skip_metadata_null_key)
+# them); any other difference fails. Add a normalizer here for a difference found, and remove it
+# once it is fixed or documented. (Kafka 4.3+'s producer-snapshot lines without a trailing
+# space and its "| payload:" under --skip-record-metadata were fixed in kafkalog's dump.)
+REPORTED: tuple = ()
 
 
 def _equal_after(kafka: str, ours: str, normalizers) -> bool:

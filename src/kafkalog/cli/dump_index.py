@@ -384,16 +384,17 @@ class ProducerSnapshotDump(_SegmentFileDump):
 
 
 def producer_entry_line(entry: ProducerStateEntry) -> str:
-    """kafka-dump-log's line (its space after lastTimestamp is there with or without a batch)."""
+    """kafka-dump-log's line (Kafka 4.3+: no space after lastTimestamp without a batch)."""
     line = (
         f"producerId: {entry.producer_id} producerEpoch: {entry.producer_epoch} "
         f"coordinatorEpoch: {entry.coordinator_epoch} "
         f"currentTxnFirstOffset: {optional_long(entry.current_txn_first_offset)} "
-        f"lastTimestamp: {entry.last_timestamp} "
+        f"lastTimestamp: {entry.last_timestamp}"
     )
     if entry.batch_metadata:
         batch = entry.batch_metadata[0]
         line += (
+            " "
             f"firstSequence: {batch.first_seq} lastSequence: {batch.last_seq} "
             f"lastOffset: {batch.last_offset} offsetDelta: {batch.offset_delta} "
             f"timestamp: {batch.timestamp}"

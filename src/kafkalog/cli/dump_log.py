@@ -450,8 +450,9 @@ def record_line(
     if parsed is not None and not batch.is_control:
         if parsed.key_text is not None:
             parts.append(f"{prefix}key: {parsed.key_text}")
-        if parsed.value_text is not None:
-            parts.append(f" payload: {parsed.value_text}")
+            prefix = " "
+        if parsed.value_text is not None:  # "| payload:" when it comes first (Kafka 4.3+)
+            parts.append(f"{prefix}payload: {parsed.value_text}")
     return "".join(parts)
 
 

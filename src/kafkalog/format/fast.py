@@ -52,8 +52,9 @@ __all__ = [
 def decode_columnar(buffer, **options) -> pa.RecordBatch:
     """Every record in ``buffer`` (log entries of any magic and codec, up to a partial trailing
     entry) as one Arrow record batch. Options: see :class:`ColumnarDecoder` (``start_offset``,
-    ``end_offset``, ``validate_crc``, ``keep_control``, ``max_decompressed_size``,
-    ``position_base``). Bad bytes raise CorruptRecordError or InvalidRecordError."""
+    ``end_offset``, ``validate_crc``, ``keep_control``, ``check_offset_order``,
+    ``max_decompressed_size``, ``position_base``). Bad bytes raise CorruptRecordError or
+    InvalidRecordError."""
     return ColumnarDecoder().decode(buffer, **options)
 
 
