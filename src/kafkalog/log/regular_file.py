@@ -59,6 +59,15 @@ def _not_regular(path: str | os.PathLike, mode: int) -> NotRegularFileError:
     )
 
 
+def _looped(error: OSError, path: str | os.PathLike) -> OSError:
+    """A symlink loop's ELOOP as NotRegularFileError; any other OSError as it is."""
+    if error.errno == errno.ELOOP:
+        return NotRegularFileError(
+            errno.ELOOP, "not a regular file (a symbolic link loop)", os.fspath(path)
+        )
+    return error
+
+
 def require_regular_file(path: str | os.PathLike) -> os.stat_result:
     """``os.stat(path)`` when it is a regular file (symlinks followed); else NotRegularFileError.
 
@@ -68,11 +77,7 @@ def require_regular_file(path: str | os.PathLike) -> os.stat_result:
     try:
         st = os.stat(path)
     except OSError as e:
-        if e.errno == errno.ELOOP:
-            raise NotRegularFileError(
-                errno.ELOOP, "not a regular file (a symbolic link loop)", os.fspath(path)
-            ) from None
-        raise
+        raise _looped(e, path) from None
     if not stat.S_ISREG(st.st_mode):
         raise _not_regular(path, st.st_mode)
     return st
@@ -93,11 +98,7 @@ def open_regular_fd(path: str | os.PathLike, flags: int = os.O_RDONLY, mode: int
     try:
         fd = os.open(path, flags | extra, mode)
     except OSError as e:
-        if e.errno == errno.ELOOP:
-            raise NotRegularFileError(
-                errno.ELOOP, "not a regular file (a symbolic link loop)", os.fspath(path)
-            ) from None
-        raise
+        raise _looped(e, path) from None
     try:
         st_mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(st_mode):
