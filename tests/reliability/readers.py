@@ -475,6 +475,7 @@ def read_served(data: Path, topic: str, partition: int, *, want: int, timeout: f
     KafkaConsumer until ``want`` records came or nothing more comes. Returns (Outcome, server log,
     whether the server was still alive after the fetches)."""
     import kafka
+
     from server.server_process import ServerProcess
 
     out = Outcome("serve", argv=[f"kafkalog serve {data}", "then KafkaConsumer fetch from 0"])
