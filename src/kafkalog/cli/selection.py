@@ -25,7 +25,11 @@ def add_topic_choice(
 ) -> None:
     """``--topic``, ``--include`` and ``--partition``: which partitions are read."""
     group.add_argument("--topic", "-t", action="append", metavar="TOPIC", help=topic_help)
-    group.add_argument("--include", metavar="REGEX", help="topics whose whole name matches")
+    group.add_argument(
+        "--include", metavar="REGEX",
+        help="topics whose whole name matches (Kafka's internal topics are left out, as a "
+        "consumer's pattern leaves them out: name them with --topic)",
+    )  # fmt: skip
     group.add_argument(
         "--partition", "-p", action="append", type=int, metavar="N", help=partition_help
     )

@@ -428,8 +428,14 @@ class KafkaLogWriter(DataSourceArrowWriter):
 
 def _remove_staging(staging: str) -> None:
     """Remove a write's staged files, then the staging folders above it when empty (never
-    past ``.kafkalog-staging``)."""
-    shutil.rmtree(staging, ignore_errors=True)
+    past ``.kafkalog-staging``). A task Spark has not stopped yet may still be adding a file
+    while the folder goes: it is removed again, a few times (a task finding its folder gone
+    fails, and adds nothing)."""
+    for attempt in range(5):
+        shutil.rmtree(staging, ignore_errors=True)
+        if not os.path.exists(staging):
+            break
+        time.sleep(0.05 * (attempt + 1))
     parent = os.path.dirname(staging)
     while True:
         try:
