@@ -11,6 +11,8 @@ import gzip
 import struct
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from kafka.record import MemoryRecords as KpMemoryRecords
 from kafka.record.util import calc_crc32, calc_crc32c, encode_varint
 
@@ -702,3 +704,33 @@ def test_record_timestamps_wrap_as_java_longs_and_offsets_must_fit_a_log():
     with pytest.raises(CorruptRecordError, match="overflow a 64-bit offset") as e:
         list(only_batch(bytes(raw)).records())
     assert e.value.position == 0 and e.value.offset == long_max
+
+
+def _frame_one_by_one(buf: bytes) -> tuple[list[int], list[int]]:
+    from kafkalog.format.entries import frame_entry
+
+    ends, offsets, pos = [], [], 0
+    while True:
+        try:
+            framed = frame_entry(buf, pos, len(buf))
+        except CorruptRecordError:
+            break
+        if framed is None:
+            break
+        offsets.append(struct.unpack_from(">q", buf, pos)[0])
+        pos += 12 + framed[0]
+        ends.append(pos)
+    return ends, offsets
+
+
+@settings(max_examples=300, deadline=None)
+@given(tail=st.binary(max_size=120), cut=st.integers(0, 400), flip=st.integers(0, 400))
+def test_a_run_of_entries_is_framed_as_entry_by_entry(tail, cut, flip):
+    from kafkalog.format.entries import framed_run
+
+    buf, _ = _log()
+    data = bytearray(buf[: max(0, len(buf) - cut)] + tail)
+    if data:
+        data[flip % len(data)] ^= 0x5A
+    data = bytes(data)
+    assert framed_run(data, 0, len(data)) == _frame_one_by_one(data)

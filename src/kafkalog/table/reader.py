@@ -28,7 +28,7 @@ import pyarrow as pa
 from ..errors import CorruptRecordError, KafkalogError
 from ..format.constants import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD
 from ..format.entries import ENTRY_HEADER as _ENTRY
-from ..format.entries import frame_entry
+from ..format.entries import frame_entry, framed_run
 from ..log.naming import TopicPartition
 from .options import EARLIEST, LATEST, OptionError, ReadOptions
 from .planner import PartitionLog, data_loss, discover, notice, open_partition
@@ -407,20 +407,13 @@ def _complete_end(
     every ``step`` bytes (where a chunk can be cut into pieces of whole entries), and whether
     the walk stopped at an entry whose offset field is ``past`` or beyond (damage: see
     :func:`_chunks`)."""
+    ends, offsets = framed_run(buf, 0, limit)
     pos, last, cuts = 0, None, []
     mark = step if step else limit + 1
-    while True:
-        try:
-            framed = frame_entry(buf, pos, limit)
-        except KafkalogError:
-            framed = None
-        if framed is None:
-            break
-        offset = _ENTRY.unpack_from(buf, pos)[0]
+    for entry_end, offset in zip(ends, offsets):
         if past is not None and offset >= past:
             return pos, last, cuts, True
-        last = offset
-        pos += LOG_OVERHEAD + framed[0]
+        last, pos = offset, entry_end
         if pos >= mark:
             cuts.append(pos)
             mark = pos + step
