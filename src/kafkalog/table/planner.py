@@ -28,6 +28,7 @@ often lack the active segment's preallocated index) walk from their start too.
 from __future__ import annotations
 
 import bisect
+import functools
 import json
 import logging
 import os
@@ -278,27 +279,31 @@ class IndexHints:
         self.path = path
         self.base_offset = segment.base_offset
         self.end_position = end_position
-        self.offsets = self.positions = np.zeros(0, dtype=np.int64)
+        self._index = segment.offset_index  # read on first use: most segments' never are
         self._checked: set[int] = set()
-        index = segment.offset_index
+
+    @functools.cached_property
+    def offsets(self) -> np.ndarray:
+        self.positions = np.zeros(0, dtype=np.int64)
+        index, self._index = self._index, None
         if index is None or index.entries == 0:
-            return
+            return np.zeros(0, dtype=np.int64)
         try:
             raw = np.fromfile(index.file, dtype=">i4", count=2 * index.entries)
         except (OSError, ValueError):
-            return
+            return np.zeros(0, dtype=np.int64)
         raw = raw[: len(raw) // 2 * 2].reshape(-1, 2).astype(np.int64)
         rel, pos = raw[:, 0], raw[:, 1]
-        ok = (rel >= 0) & (pos >= 0) & (pos < end_position)
+        ok = (rel >= 0) & (pos >= 0) & (pos < self.end_position)
         ok[1:] &= (np.diff(rel) > 0) & (np.diff(pos) > 0)
         good = len(ok) if ok.all() else int(np.argmin(ok))
-        self.offsets = rel[:good] + self.base_offset
         self.positions = pos[:good]
+        return rel[:good] + self.base_offset
 
     def _usable(self, n: int) -> bool:
         if n in self._checked:
             return True
-        position, offset = int(self.positions[n]), int(self.offsets[n])
+        offset, position = int(self.offsets[n]), int(self.positions[n])
         try:
             with open(self.path, "rb") as f:
                 head = os.pread(f.fileno(), HEADER_PEEK, position)
@@ -332,6 +337,8 @@ class IndexHints:
 
     def cuts(self, start: int, end: int, step: int) -> list[int]:
         """Batch starts about every ``step`` bytes between ``start`` and ``end``."""
+        if not len(self.offsets):  # (reading the offsets loads the positions too)
+            return []
         out: list[int] = []
         target = start + step
         while target < end - step // 4:
@@ -357,22 +364,28 @@ class TimeHints:
     start walking batch headers, which decide."""
 
     def __init__(self, segment: LogSegment, next_base: int | None) -> None:
-        self.timestamps = self.offsets = np.zeros(0, dtype=np.int64)
+        self._segment, self._next_base = segment, next_base  # read on first use
+
+    @functools.cached_property
+    def timestamps(self) -> np.ndarray:
+        self.offsets = np.zeros(0, dtype=np.int64)
+        segment, self._segment = self._segment, None
         index = segment.time_index
         if index is None or index.entries == 0:
-            return
+            return np.zeros(0, dtype=np.int64)
         try:
             raw = np.fromfile(index.file, dtype=_TIME_ENTRY, count=index.entries)
         except (OSError, ValueError):
-            return
+            return np.zeros(0, dtype=np.int64)
         ts = raw["timestamp"].astype(np.int64)
         offsets = raw["relative"].astype(np.int64) + segment.base_offset
         ok = (raw["relative"] >= 0) & (ts >= 0)
-        if next_base is not None:
-            ok &= offsets < next_base
+        if self._next_base is not None:
+            ok &= offsets < self._next_base
         ok[1:] &= (np.diff(ts) > 0) & (np.diff(offsets) >= 0)
         good = len(ok) if ok.all() else int(np.argmin(ok))
-        self.timestamps, self.offsets = ts[:good], offsets[:good]
+        self.offsets = offsets[:good]
+        return ts[:good]
 
     def older_than(self, timestamp: int) -> bool:
         """Whether every record of the (rolled) segment is older than ``timestamp``."""
