@@ -12,6 +12,7 @@ __all__ = [
     "CorruptRecordError",
     "InvalidRecordError",
     "KafkalogError",
+    "RecordOffsetError",
     "RecordTooLargeError",
     "UnsupportedCompressionTypeError",
 ]
@@ -63,6 +64,11 @@ class CorruptRecordError(KafkalogError, ValueError):
     """Bytes that cannot be a record or batch: bad size, CRC, varint or compressed data."""
 
     code = 2  # CORRUPT_MESSAGE
+
+
+class RecordOffsetError(CorruptRecordError):
+    """A record whose offset delta goes back, or past its batch's lastOffsetDelta, in a batch
+    whose CRC matches (:mod:`kafkalog.format.offsets_rule`)."""
 
 
 class InvalidRecordError(KafkalogError, ValueError):

@@ -140,3 +140,27 @@ def test_unreadable_data_is_reported_and_counted_up_to_it(data_dir: Path, tmp_pa
     assert events0["error"] and "position 0" in events0["error"] and str(log) in err
     run_main("stats", root / "nope", status=3)
     run_main("stats", "--topic", "nope", root, status=2)
+
+
+def test_records_that_do_not_decode_are_damage_unless_no_deep(tmp_path: Path) -> None:
+    """A batch whose CRC matches but whose record offsets go back (kafka-python's builder,
+    offsetDelta 0, 2, 1, 3): every consumer refuses it, so stats reports it, naming the file
+    and the record's position; ``--no-deep`` counts it from its header, as documented."""
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+
+    first = DefaultRecordBatchBuilder(2, 0, False, -1, -1, -1, 1 << 20)
+    first.append(0, 10, b"k", b"first", [])
+    bad = DefaultRecordBatchBuilder(2, 0, False, -1, -1, -1, 1 << 20)
+    for i, delta in enumerate([0, 2, 1, 3]):
+        bad.append(delta, 10 + i, b"k", b"v%d" % i, [])
+    damaged = bytearray(bad.build())
+    damaged[0:8] = (1).to_bytes(8, "big")  # baseOffset 1, after the first batch (not CRC'd)
+    (tmp_path / "t-0").mkdir()
+    log = tmp_path / "t-0" / "00000000000000000000.log"
+    log.write_bytes(bytes(first.build()) + bytes(damaged))
+    out, err = run_main("stats", "--json", tmp_path, status=1)
+    t0 = json_lines(out)[0]
+    assert t0["records"] == 1 and "not above the previous record's 2" in t0["error"]
+    assert str(log) in err and "position 155, offset 1" in err  # the record's, its batch's
+    out, _ = run_main("stats", "--json", "--no-deep", tmp_path, status=0)
+    assert json_lines(out)[0]["records"] == 5

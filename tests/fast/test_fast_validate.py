@@ -4,6 +4,7 @@ Records sections come from kafka-python's batch builder (valid) and from damagin
 flips, truncation, spliced bytes, hostile counts); ``validate_records_v2`` must give the same
 tuple in both twins, and the same error (rule, position, values) as ``decode_records_v2``, or on
 success the facts of the decoded columns: timestamp range without -1, null keys, offset deltas.
+Both refuse record offset deltas that do not increase within ``[0, lastOffsetDelta]``.
 """
 
 from __future__ import annotations
@@ -45,8 +46,9 @@ _records = st.lists(
 
 
 @st.composite
-def sections(draw) -> tuple[bytes, int, int, int]:
-    """``(records section, count, base timestamp, max timestamp)`` of a kafka-python batch."""
+def sections(draw) -> tuple[bytes, int, int, int, int]:
+    """``(records section, count, base timestamp, max timestamp, lastOffsetDelta)`` of a
+    kafka-python batch."""
     records = draw(_records)
     builder = DefaultRecordBatchBuilder(
         magic=2, compression_type=0, is_transactional=False, producer_id=-1,
@@ -57,14 +59,15 @@ def sections(draw) -> tuple[bytes, int, int, int]:
     batch = bytes(builder.build())
     base_ts = int.from_bytes(batch[27:35], "big", signed=True)
     max_ts = int.from_bytes(batch[35:43], "big", signed=True)
-    return batch[RECORDS_OFFSET:], len(records), base_ts, max_ts
+    last_delta = int.from_bytes(batch[23:27], "big", signed=True)
+    return batch[RECORDS_OFFSET:], len(records), base_ts, max_ts, last_delta
 
 
 @st.composite
-def damaged(draw) -> tuple[bytes, int, int, int]:
-    data, count, base_ts, max_ts = draw(sections())
+def damaged(draw) -> tuple[bytes, int, int, int, int]:
+    data, count, base_ts, max_ts, last_delta = draw(sections())
     buf = bytearray(data)
-    kind = draw(st.sampled_from(["flip", "truncate", "splice", "count"]))
+    kind = draw(st.sampled_from(["flip", "truncate", "splice", "count", "last_delta"]))
     if kind == "flip" and buf:
         for _ in range(draw(st.integers(1, 4))):
             i = draw(st.integers(0, len(buf) - 1))
@@ -74,19 +77,23 @@ def damaged(draw) -> tuple[bytes, int, int, int]:
     elif kind == "splice":
         at = draw(st.integers(0, len(buf)))
         buf[at:at] = draw(st.binary(min_size=1, max_size=12))
-    else:
+    elif kind == "count":
         count = draw(st.integers(0, count + 3))
-    return bytes(buf), count, base_ts, max_ts
+    else:
+        last_delta = draw(st.integers(-1, count + 2))
+    return bytes(buf), count, base_ts, max_ts, last_delta
 
 
-def _decoded(kernels, data: bytes, count: int, base_ts: int, max_ts: int, log_append: bool):
+def _decoded(
+    kernels, data: bytes, count: int, base_ts: int, max_ts: int, last_delta: int, log_append: bool
+):
     """What the decoding kernel says of the section: its error, or the validation facts."""
     b = _Buffers(kernels, max(64, count), 1024, 64)
     attributes = 0x08 if log_append else 0
     while True:
         r = kernels.decode_records_v2(
             b.sink, data, count, _BASE_OFFSET, base_ts, max_ts, attributes, -1, -1, -1, 0,
-            _MIN, _MAX,
+            _MIN, _MAX, last_delta,
         )  # fmt: skip
         if r[0] != A.NEED_SPACE:
             break
@@ -104,19 +111,22 @@ def _decoded(kernels, data: bytes, count: int, base_ts: int, max_ts: int, log_ap
     return (A.END, len(data), lo, hi, nulls, int(np.array_equal(deltas, np.arange(count))))
 
 
-def _validated(kernels, data: bytes, count: int, base_ts: int, max_ts: int, log_append: bool):
-    r = kernels.validate_records_v2(data, 0, len(data), count, base_ts, max_ts, log_append)
+def _validated(
+    kernels, data: bytes, count: int, base_ts: int, max_ts: int, last_delta: int, log_append: bool
+):
+    r = kernels.validate_records_v2(
+        data, 0, len(data), count, base_ts, max_ts, log_append, last_delta
+    )
     return r[:6] if r[0] != A.END else (r[0], r[1], *r[6:])
 
 
 def _check(section, log_append: bool) -> None:
-    data, count, base_ts, max_ts = section
-    pure = twin("pure").validate_records_v2(data, 0, len(data), count, base_ts, max_ts, log_append)
-    compiled = twin("compiled").validate_records_v2(
-        data, 0, len(data), count, base_ts, max_ts, log_append
-    )
+    data, count, base_ts, max_ts, last_delta = section
+    args = (data, 0, len(data), count, base_ts, max_ts, log_append, last_delta)
+    pure = twin("pure").validate_records_v2(*args)
+    compiled = twin("compiled").validate_records_v2(*args)
     assert compiled == pure
-    expected = _decoded(twin("compiled"), data, count, base_ts, max_ts, log_append)
+    expected = _decoded(twin("compiled"), data, count, base_ts, max_ts, last_delta, log_append)
     assert _validated(twin("compiled"), *section, log_append) == expected
 
 
@@ -124,11 +134,7 @@ def _check(section, log_append: bool) -> None:
 @SETTINGS
 def test_valid_sections_give_the_decoders_facts_in_both_twins(section, log_append):
     _check(section, log_append)
-    data, count, base_ts, max_ts = section
-    assert _validated(twin("pure"), data, count, base_ts, max_ts, log_append)[:2] == (
-        A.END,
-        len(data),
-    )
+    assert _validated(twin("pure"), *section, log_append)[:2] == (A.END, len(section[0]))
 
 
 @given(section=damaged(), log_append=st.booleans())
@@ -149,9 +155,9 @@ def test_walk_stays_inside_the_given_range_and_reports_absolute_positions():
     padded = b"\xff" * 7 + data + b"\xff" * 5
     for name in ("pure", "compiled"):
         k = twin(name)
-        r = k.validate_records_v2(padded, 7, 7 + len(data), count, base_ts, max_ts, False)
+        r = k.validate_records_v2(padded, 7, 7 + len(data), count, base_ts, max_ts, False, 1)
         assert r[:2] == (A.END, 7 + len(data))
-        bad = k.validate_records_v2(padded, 7, 8 + len(data), count, base_ts, max_ts, False)
+        bad = k.validate_records_v2(padded, 7, 8 + len(data), count, base_ts, max_ts, False, 1)
         assert bad[0] == A.ERROR
         assert bad[1] >= 7
 
@@ -161,11 +167,11 @@ def test_timestamps_wrap_as_java_longs_and_log_append_time_uses_the_batch_max():
     for name in ("pure", "compiled"):
         k = twin(name)
         # base + delta (2) one past Long.MAX_VALUE wraps to Long.MIN_VALUE
-        r = k.validate_records_v2(data, 0, len(data), 2, _MAX - 1, 0, False)
+        r = k.validate_records_v2(data, 0, len(data), 2, _MAX - 1, 0, False, 1)
         assert r == (A.END, len(data), 0, 0, 0, 0, _MIN, _MAX - 1, 1, 1)
-        r = k.validate_records_v2(data, 0, len(data), 2, 5, 42, True)
+        r = k.validate_records_v2(data, 0, len(data), 2, 5, 42, True, 1)
         assert r[6:] == (42, 42, 1, 1)
-        r = k.validate_records_v2(data, 0, len(data), 2, 5, -1, True)
+        r = k.validate_records_v2(data, 0, len(data), 2, 5, -1, True, 1)
         assert r[6:] == (-1, -1, 1, 1)
 
 
@@ -173,8 +179,8 @@ def test_timestamps_wrap_as_java_longs_and_log_append_time_uses_the_batch_max():
 def test_out_of_range_arguments_are_refused(name):
     k = twin(name)
     with pytest.raises(ValueError):
-        k.validate_records_v2(b"abc", 2, 1, 0, 0, 0, False)
+        k.validate_records_v2(b"abc", 2, 1, 0, 0, 0, False, 0)
     with pytest.raises(ValueError):
-        k.validate_records_v2(b"abc", 0, 4, 0, 0, 0, False)
+        k.validate_records_v2(b"abc", 0, 4, 0, 0, 0, False, 0)
     with pytest.raises(ValueError):
-        k.validate_records_v2(b"abc", 0, 3, -1, 0, 0, False)
+        k.validate_records_v2(b"abc", 0, 3, -1, 0, 0, False, 0)

@@ -512,6 +512,31 @@ def grid(part: Path, *, budget: int = 8) -> list[Damage]:
                     )
                 )
 
+    # record offset deltas (CRC-covered) that go back or pass lastOffsetDelta, CRC recomputed
+    for name, ents in segs:
+        data = (part / name).read_bytes()
+        for e in _sample([x for x in ents if x.magic == 2], 2):
+            p = e.position
+            spots = _delta_bytes(data, p, e.size)
+            if len(spots) < 2:
+                continue
+            (last_delta,) = struct.unpack_from(">i", data, p + 23)
+            out.append(
+                Damage(
+                    f"record-offset:{name} batch@{p} record 1 offsetDelta = 0 (goes back), "
+                    "CRC fixed",
+                    _put(name, spots[1], ">B", 0, p),
+                )
+            )
+            if last_delta + 1 < 64:  # still one zigzag byte
+                out.append(
+                    Damage(
+                        f"record-offset:{name} batch@{p} last record offsetDelta = "
+                        f"{last_delta + 1} (past lastOffsetDelta), CRC fixed",
+                        _put(name, spots[-1], ">B", 2 * (last_delta + 1), p),
+                    )
+                )
+
     # v2 header fields, CRC recomputed: records count, codec ids, attribute bits
     for name, ents in segs:
         for e in _sample([x for x in ents if x.magic == 2], 2):
@@ -704,6 +729,36 @@ def _max_base(p: int):
         struct.pack_into(">q", d, p, INT64_MAX - max(delta, 0))
 
     return fn
+
+
+def _varint_end(data: bytes, pos: int) -> int:
+    while data[pos] & 0x80:
+        pos += 1
+    return pos + 1
+
+
+def _delta_bytes(data: bytes, p: int, size: int) -> list[int]:
+    """Where each record's offsetDelta varint is in the uncompressed v2 batch at ``p``, when
+    every one is a single byte (none for a compressed batch, or when framing is odd)."""
+    if data[p + 22] & 0x07:
+        return []
+    out, pos, end = [], p + 61, p + size
+    try:
+        while pos < end:
+            length, body = 0, _varint_end(data, pos)
+            shift = 0
+            for i in range(pos, body):
+                length |= (data[i] & 0x7F) << shift
+                shift += 7
+            length = (length >> 1) ^ -(length & 1)
+            at = _varint_end(data, body + 1)  # past the attributes byte and timestampDelta
+            if data[at] & 0x80 or length <= 0:
+                return []
+            out.append(at)
+            pos = body + length
+    except IndexError:
+        return []
+    return out if pos == end else []
 
 
 def _copy_field(src: int, dst: int, n: int):

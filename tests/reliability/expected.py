@@ -12,11 +12,11 @@ offset. The prefix is every record of every batch before the first invalid one.
 Where kafka-python is stricter than Kafka, Kafka's reading decides: a data batch with the control
 bit set is a control batch to Kafka's consumer (its records are skipped, not an error), so its
 records are decoded with the bit cleared and marked control; a legacy key size below -1 is a null
-key (LegacyRecord.key()); a header key that is not UTF-8 is decoded by Kafka's client with
-replacement characters, which kafka-python refuses: such a copy is ``undetermined`` (only the
-absence of tracebacks and hangs is checked). So is a batch whose CRC matches but whose records'
-offsets go back or leave the batch's range: kafkalog's readers do not check that yet (a known
-gap; Kafka's consumer drops the records below its position).
+key (LegacyRecord.key()); a header key that is not UTF-8 is decoded as Kafka's client decodes it
+(``new String(bytes, UTF_8)``: a replacement character for each malformed sequence), where
+kafka-python would raise. A batch whose CRC matches but whose records' offsets go back or leave
+the batch's range is damage (Kafka's consumer would silently drop the records below its
+position).
 
 The first problem is classified:
 
@@ -135,7 +135,7 @@ class Invalid(Exception):
 
 
 class Undetermined(Exception):
-    """Bytes Kafka reads but kafka-python refuses (a header key that is not UTF-8)."""
+    """Bytes Kafka reads but kafka-python refuses (a legacy message key size below -1)."""
 
 
 def segment_names(partition: Path) -> list[tuple[int, str, bool]]:
@@ -159,6 +159,20 @@ def _read(path: Path) -> bytes:
     if not stat.S_ISREG(st.st_mode):
         raise OSError(f"{path} is not a regular file")
     return path.read_bytes()
+
+
+class _JavaStrings(bytearray):
+    """A records buffer for kafka-python's record reader that decodes strings (header keys) as
+    Java's ``new String(bytes, UTF_8)`` does, malformed sequences replaced, where kafka-python's
+    own ``decode("utf-8")`` raises. Slices keep the type, so the reader's slice-then-decode
+    reaches :meth:`decode`."""
+
+    def __getitem__(self, index):
+        got = super().__getitem__(index)
+        return _JavaStrings(got) if isinstance(index, slice) else got
+
+    def decode(self, encoding: str = "utf-8", errors: str = "strict") -> str:
+        return bytes(self).decode(encoding, "replace")
 
 
 def _v2_records(entry: bytes) -> tuple[int, int, list[Rec], bool]:
@@ -185,14 +199,19 @@ def _v2_records(entry: bytes) -> tuple[int, int, list[Rec], bool]:
         plain = bytearray(entry)
         plain[22] &= ~0x20 & 0xFF  # the attributes' low byte: control bit cleared
         batch = DefaultRecordBatch(bytes(plain))
+    try:
+        batch._maybe_uncompress()  # the records section, decompressed, as the reader reads it
+    except Exception as e:
+        raise Invalid(f"records do not decompress: {type(e).__name__}: {e}") from None
+    batch._buffer = _JavaStrings(batch._buffer)
     out: list[Rec] = []
     prev = base - 1
     try:
         for r in batch:
             if r.offset <= prev or r.offset > last:
-                # A known gap, not a rule kafkalog's readers apply yet: record offsets that go
-                # back inside a batch whose CRC matches (Kafka's consumer drops the lower ones).
-                raise Undetermined(
+                # Record offsets go back, or pass the batch's last offset, inside a batch whose
+                # CRC matches: damage (Kafka's consumer would silently drop the lower ones).
+                raise Invalid(
                     f"record offset {r.offset} outside [{base}, {last}] or not increasing"
                 )
             prev = r.offset
@@ -206,13 +225,9 @@ def _v2_records(entry: bytes) -> tuple[int, int, list[Rec], bool]:
                     control,
                 )
             )
-    except (Invalid, Undetermined):
+    except Invalid:
         raise
-    except UnicodeDecodeError as e:
-        raise Undetermined(f"a header key that is not UTF-8: {e}") from None
     except Exception as e:
-        if "UnicodeDecodeError" in str(e):  # kafka-python wraps it: a header key, as above
-            raise Undetermined(f"a header key that is not UTF-8: {e}") from None
         raise Invalid(f"records do not decode: {type(e).__name__}: {e}") from None
     if len(out) != count:
         raise Invalid("records count")

@@ -69,6 +69,7 @@ FAMILIES = [
     "count",
     "codec",
     "attr",
+    "record-offset",
     "offset",
     "append",
     "delete",

@@ -25,6 +25,7 @@ from kafka.record import MemoryRecordsBuilder as KpBuilder  # noqa: E402
 
 LONG_MAX = 2**63 - 1
 INVALID_RECORD = 87
+CORRUPT_MESSAGE = 2
 INVALID_TIMESTAMP = 32
 UNKNOWN_SERVER_ERROR = -1
 UNSUPPORTED_COMPRESSION_TYPE = 76
@@ -129,6 +130,27 @@ def test_a_transactional_batch_without_producer_id_kept_as_it_is_is_refused_too(
     answer = produce(client, "same-codec", transactional_without_producer_id(1))
     assert answer["error_code"] == INVALID_RECORD
     assert still_served(client)
+
+
+@pytest.mark.parametrize("codec", [0, 1], ids=["none", "gzip"])
+def test_record_offsets_that_go_back_are_a_corrupt_message(client, codec, logged):
+    """kafka-python's builder with offsetDelta 0, 2, 1, 3 (a CRC-valid batch): Kafka would store
+    an uncompressed one as it is, for consumers to drop records from; kafkalog refuses it as
+    its readers would refuse the log, and nothing is appended."""
+    from kafka.record.default_records import DefaultRecordBatchBuilder
+
+    topic = f"deltas-{codec}"
+    create(client, topic, {})
+    builder = DefaultRecordBatchBuilder(2, codec, False, -1, -1, -1, 1 << 20)
+    for i, delta in enumerate([0, 2, 1, 3]):
+        builder.append(delta, 1_700_000_000_000 + i, None, b"v%d" % i * 100, [])
+    answer = produce(client, topic, bytes(builder.build()))
+    assert answer["error_code"] == CORRUPT_MESSAGE
+    assert "offset delta 1" in answer["error_message"]
+    assert still_served(client)
+    ok = produce(client, topic, v2_batch(codec, [b"ok"]))
+    assert (ok["error_code"], ok["base_offset"]) == (0, 0)
+    assert logged == []
 
 
 def test_produce_v3_with_magic_1_messages_is_an_invalid_record(client, logged):

@@ -14,6 +14,7 @@ import warnings
 from pathlib import Path
 
 import pytest
+from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords as KpMemoryRecords
 
 from kafkalog.arrow import open_data_dir
@@ -243,3 +244,38 @@ def test_a_segment_that_is_not_a_regular_file_is_refused_by_name(tmp_path: Path,
     with pytest.raises(OSError, match="not a regular file") as raised:
         open_data_dir(tmp_path).read_all()
     assert str(odd) in str(raised.value)
+
+
+@pytest.mark.parametrize("limit", [None, 4 << 20])
+def test_a_torn_append_within_the_topic_s_max_message_bytes_is_a_torn_tail(
+    tmp_path: Path, limit: int | None
+) -> None:
+    """A 2 MiB last batch cut short: a torn append when the topic accepts batches that large
+    (its max.message.bytes, from kafkalog's topics file), damage under Kafka's default limit
+    (1048588), to the readers and to verify alike."""
+    import json
+
+    from kafkalog.log.verify import verify
+
+    data = write_log(tmp_path)
+    builder = DefaultRecordBatchBuilder(2, 0, False, -1, -1, -1, 1 << 30)
+    builder.append(
+        0, timestamp=1_700_000_000_100, key=b"big", value=os.urandom(2 << 20), headers=[]
+    )
+    big = bytearray(builder.build())
+    struct.pack_into(">q", big, 0, 36)
+    _log(tmp_path).write_bytes(data + bytes(big[:-1000]))
+    if limit is not None:
+        topics = {"version": 1, "topics": {"t": {"configs": {"max.message.bytes": str(limit)}}}}
+        (tmp_path / "kafkalog-topics.json").write_text(json.dumps(topics))
+    report = verify(tmp_path)
+    codes = {(f.code, f.severity) for f in report.findings if f.path.endswith(".log")}
+    expected = kafka_python_records(data)
+    if limit is None:
+        with pytest.raises(KafkalogError, match=f"position {len(data)}.*size field is damaged"):
+            _rows(tmp_path)
+        assert ("corrupt-framing", "error") in codes
+    else:
+        with pytest.warns(UserWarning, match=rf"\.log, position {len(data)}: an incomplete last"):
+            assert _rows(tmp_path) == expected
+        assert ("torn-tail", "warning") in codes and not any(s == "error" for _, s in codes)

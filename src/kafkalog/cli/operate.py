@@ -215,11 +215,7 @@ def guarded(command: str, run: Callable[[], int]) -> int:
 
 def _topic_configs(data_dir: Path):
     """A LogManager that opens no log: topic configs (KRaft metadata, topics file, defaults)."""
-    from ..log.manager import LogManager
-
-    class TopicConfigs(LogManager):
-        def _discover(self) -> None:
-            pass
+    from ..log.manager import TopicConfigs
 
     return TopicConfigs(data_dir)
 

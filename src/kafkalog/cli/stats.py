@@ -1,11 +1,12 @@
 """``kafkalog stats``: what a data directory holds, per topic-partition, read-only.
 
 Sizes, segments, batches and records, offsets and time ranges, codecs and record format
-versions, producers (idempotent, transactional, control batches) and compaction state, from the
-batch headers alone (no record is decoded, except the inner messages of legacy compressed
-wrappers, whose count needs them). Every batch's CRC, header rule and offsets are checked
-(:mod:`kafkalog.format.offsets_rule`) and every segment's end judged, so numbers never silently
-stop short: damage is an error naming file and position (exit 1), as is a segment whose ``.log``
+versions, producers (idempotent, transactional, control batches) and compaction state. Every
+batch's CRC, header rule and offsets are checked (:mod:`kafkalog.format.offsets_rule`) and, unless
+``--no-deep``, its records decoded as a consumer decodes them (none kept), so a count never
+includes a record no consumer can read; ``--no-deep`` counts from the batch headers alone. Every
+segment's end is judged, so numbers never silently stop short: damage is an error naming file
+and position (exit 1), as is a segment whose ``.log``
 is gone while its indexes remain, or a directory named like a segment; a torn or zero-filled end
 of the active segment is a warning. Indexes are hints: one that cannot be used is set aside and
 positions come from walking the log. A table, ``--json`` lines, or ``--plot FILE.png``: records
@@ -42,6 +43,7 @@ examples:
   kafkalog stats /var/lib/kafka/data
   kafkalog stats --topic orders --json /var/lib/kafka/data | jq .records
   kafkalog stats --plot growth.png /var/lib/kafka/data
+  kafkalog stats --no-deep /var/lib/kafka/data   # batch headers only, records not decoded
 
 exit status: 0 every partition read, 1 a partition has unreadable data (its numbers stop there),
 2 usage error, 3 I/O error
@@ -126,11 +128,19 @@ def add_parser(commands) -> None:
         description="Summarise a data directory (or one partition directory) per "
         "topic-partition, read-only: sizes, segments, batches and records, offsets and time "
         "ranges, codecs and format versions, producers, and compaction state. Every batch's "
-        "CRC is checked, as Kafka's consumers do: damaged data is reported where it starts.",
+        "CRC is checked and its records decoded, as Kafka's consumers do: damaged data is "
+        "reported where it starts.",
         epilog=EXAMPLES,
     ) as parser:
         parser.add_argument(
             "--plot", metavar="FILE.png", help="draw records and bytes over time per partition"
+        )
+        parser.add_argument(
+            "--no-deep",
+            dest="deep",
+            action="store_false",
+            help="count records from batch headers without decoding them (faster; a batch whose "
+            "CRC matches but whose records do not decode is then counted, not reported)",
         )
 
 
@@ -158,7 +168,7 @@ def _run(args: argparse.Namespace) -> int:
             log_start = log_starts.get((stats.topic, stats.partition))
             try:
                 collect(log, stats, timeline=bool(args.plot), progress=progress,
-                        log_start_checkpoint=log_start)  # fmt: skip
+                        log_start_checkpoint=log_start, deep=args.deep)  # fmt: skip
             finally:
                 if log is not entry.log:
                     log.close()
@@ -253,10 +263,12 @@ def collect(
     timeline: bool = False,
     progress=None,
     log_start_checkpoint: int | None = None,
+    deep: bool = True,
 ) -> None:
-    """Fill ``stats`` from ``log`` (a read-only Log), batch headers only.
-    ``log_start_checkpoint``: the partition's log-start-offset-checkpoint entry (None: none),
-    which says whether offsets below the first segment were lost or left by retention."""
+    """Fill ``stats`` from ``log`` (a read-only Log): batch headers, and with ``deep`` every
+    record decoded (none kept). ``log_start_checkpoint``: the partition's
+    log-start-offset-checkpoint entry (None: none), which says whether offsets below the first
+    segment were lost or left by retention."""
     stats.cleanup_policy = cleanup_policy(log.config)
     stats.segments = len(log.segments)
     stats.log_start_offset, stats.log_end_offset = log.log_start_offset, log.log_end_offset
@@ -273,7 +285,9 @@ def collect(
         stats.size += segment.size()
         try:
             last = i == len(log.segments) - 1
-            previous_last, end = _walk_segment(stats, segment, previous_last, last, log.config)
+            previous_last, end = _walk_segment(
+                stats, segment, previous_last, last, log.config, deep=deep
+            )
         except KafkalogError as e:
             stats.error = str(e.located(path=str(segment.log.path)))
             break
@@ -350,11 +364,13 @@ def _compaction_state(log, stats: PartitionStats, end: int | None) -> None:
 
 
 def _walk_segment(
-    stats: PartitionStats, segment, previous_last, last: bool, config
+    stats: PartitionStats, segment, previous_last, last: bool, config, *, deep: bool
 ) -> tuple[int | None, int]:
-    """Add one segment's batches, CRCs, header rule and offsets checked; its tail judged. The
-    last offset seen, and where the segment's valid batches end."""
+    """Add one segment's batches, CRCs, header rule and offsets checked (and with ``deep``
+    their records decoded); its tail judged. The last offset seen, and where the segment's
+    valid batches end."""
     from ..log.recovery_plan import zero_filled
+    from ..log.verify_segment import check_records, hidden_records_problem
 
     path = str(segment.log.path)
     end = segment.log.start
@@ -384,6 +400,10 @@ def _walk_segment(
             else:
                 base = batch.last_offset  # a legacy entry's offset: its last (inner) one
             check_entry_offsets(base, batch.last_offset, previous_last, position=batch.position)
+            if deep:
+                check_records(batch)
+                if (problem := hidden_records_problem(batch)) is not None:
+                    raise CorruptRecordError(problem[1], position=batch.position, offset=base)
         except KafkalogError as e:
             raise e.located(path=path) from None
         _add_batch(stats, batch, previous_last)

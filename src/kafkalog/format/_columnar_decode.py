@@ -512,6 +512,7 @@ class ColumnarDecoder:
                 leader_epoch,
                 lo,
                 hi,
+                last_delta,
             )
             kernels = self._kernels
             while True:

@@ -19,10 +19,11 @@ from ..errors import (
     CorruptRecordError,
     InvalidRecordError,
     KafkalogError,
+    RecordOffsetError,
     UnsupportedCompressionTypeError,
 )
 from . import _kernel_abi as A
-from .offsets_rule import check_batch_header, decrease_error, range_error
+from .offsets_rule import check_batch_header, decrease_error, range_error, record_offset_message
 
 __all__ = ["Context", "kernel_error"]
 
@@ -45,8 +46,10 @@ def _offset_at(data, pos: int) -> int:
     return _I64.unpack_from(data, pos)[0]
 
 
-def _record_message(code: int, a: int, b: int, p: int) -> tuple[type, str]:
+def _record_message(code: int, a: int, b: int, p: int, c: int = 0) -> tuple[type, str]:
     """record.py's message for a v2 record rule; ``p`` is the position as the message shows it."""
+    if code == A.E_RECORD_OFFSET:
+        return RecordOffsetError, record_offset_message(a, b, c, p)
     if code == A.E_COUNT_TOO_LARGE:
         return InvalidRecordError, (
             f"Found invalid record count {a}: {b} bytes of records can hold at most {b // 7}"
@@ -218,10 +221,10 @@ def kernel_error(result: tuple, ctx: Context) -> KafkalogError:
         if code in _LEGACY_CODES:
             cls, msg = _legacy_message(code, a, b, c, entry)
             return cls(msg, position=entry, offset=entry_offset)
-        cls, msg = _record_message(code, a, b, p)
+        cls, msg = _record_message(code, a, b, p, c)
         return cls(msg, position=p, offset=entry_offset)
     if ctx.kind == "v2":
-        cls, msg = _record_message(code, a, b, pos)
+        cls, msg = _record_message(code, a, b, pos, c)
         msg = (
             f"{msg} (byte offset within the decompressed records of the batch at position "
             f"{ctx.batch_position})"

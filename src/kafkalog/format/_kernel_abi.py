@@ -15,7 +15,7 @@ exceptions, so both twins raise identical errors.
 
 from __future__ import annotations
 
-ABI_VERSION = 11
+ABI_VERSION = 12
 
 # -- output slots (sink arrays, in this order) ---------------------------------------------------
 OFFSET = 0  # int64[R]
@@ -141,8 +141,8 @@ E_INNER_NESTED = 26
 E_INNER_EMPTY = 27
 E_WRAPPER_OFFSET = 28  # a=wrapper offset, b=last inner offset
 # The offset rule (offsets_rule.py); an entry's last offset must be at most 2^63 - 2:
-E_OFFSETS = 29  # a=base offset, b=delta: offsets a..a+b (a v2 batch's or one record's) overflow,
-#                 or a < 0 (a legacy entry: a=its offset, b=0)
+E_OFFSETS = 29  # a=base offset, b=delta: a v2 batch's offsets a..a+b overflow, or a < 0 (a
+#                 legacy entry: a=its offset, b=0); its records' lie within (E_RECORD_OFFSET)
 E_OFFSET_ORDER = 30  # a=base offset, b=the previous entry's last offset (FLAG_CHECK_ORDER)
 E_INNER_OFFSETS = 31  # a=lowest, b=highest inner offset of a legacy wrapper's set, c=the inner
 #                       offset that maps to the wrapper offset (absolute = inner + wrapper - c;
@@ -150,6 +150,8 @@ E_INNER_OFFSETS = 31  # a=lowest, b=highest inner offset of a legacy wrapper's s
 E_BATCH_HEADER = 32  # a=lastOffsetDelta, b=recordsCount: a v2 header that disagrees with itself
 #                      (offsets_rule.check_batch_header: delta < 0, or count > delta + 1)
 E_CODEC = 33  # a=codec id, b=offset: a v2 batch's codec id above 4 (skipped batches too)
+E_RECORD_OFFSET = 34  # a=offset delta, b=the previous record's (-1 for the first), c=the batch's
+#                       lastOffsetDelta: record offset deltas increase within [0, lastOffsetDelta]
 
 # Varint fields named in E_VARINT_* messages, by index (record.py's words).
 VARINT_FIELDS = (

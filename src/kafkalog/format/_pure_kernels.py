@@ -51,7 +51,7 @@ IMPLEMENTATION = "pure"
 ABI_VERSION = A.ABI_VERSION
 
 _M64 = 0xFFFFFFFFFFFFFFFF
-_I32_MAX = (1 << 31) - 1
+_I32_MIN, _I32_MAX = -(1 << 31), (1 << 31) - 1
 _I64_MAX = (1 << 63) - 1
 _I64_MIN = -(1 << 63)
 _MAX_LAST = _I64_MAX - 1  # offsets_rule.MAX_LAST_OFFSET: a log's next offset must fit int64
@@ -157,6 +157,7 @@ def _records_v2(
     producer_id: int,
     producer_epoch: int,
     leader_epoch: int,
+    last_delta: int,
     start_offset: int,
     end_offset: int,
 ) -> None:
@@ -178,6 +179,7 @@ def _records_v2(
     k_valid, k_ends, v_valid, v_ends, h_ends = [], [], [], [], []
     k_parts, v_parts = [], []
     hk_ends, hv_valid, hv_ends, hk_parts, hv_parts = [], [], [], [], []
+    prev_delta = -1
     pos = start
     for _ in range(count):
         record_start = pos
@@ -247,8 +249,11 @@ def _records_v2(
                     nh += 1
         if pos != body_end:
             raise _err(A.E_RECORD_PAYLOAD, record_start, length, pos - (body_end - length))
-        if offset > _MAX_LAST:  # the offset rule, once the record is read (as record.py)
-            raise _err(A.E_OFFSETS, record_start, base_offset, offset_delta)
+        # the offset rule, once the record is read (as record.py): within the batch's offsets,
+        # which the caller checked fit a log's
+        if offset_delta <= prev_delta or offset_delta > last_delta:
+            raise _err(A.E_RECORD_OFFSET, record_start, offset_delta, prev_delta, last_delta)
+        prev_delta = offset_delta
         if not keep:
             continue
         if k_len >= 0:
@@ -458,7 +463,8 @@ def decode_entries(
 
 def _batch_header(buf, pos: int) -> tuple:
     """(count, base offset, base timestamp, max timestamp, attributes, base sequence, producer id,
-    producer epoch, partition leader epoch) of the v2 batch at ``pos``, in the records' order."""
+    producer epoch, partition leader epoch, lastOffsetDelta) of the v2 batch at ``pos``, in the
+    records' order."""
     return (
         _be(buf, pos + 57, 4),
         _be(buf, pos, 8),
@@ -469,6 +475,7 @@ def _batch_header(buf, pos: int) -> tuple:
         _be(buf, pos + 43, 8),
         _be(buf, pos + 51, 2),
         _be(buf, pos + 12, 4),
+        _be(buf, pos + 23, 4),
     )
 
 
@@ -484,7 +491,8 @@ def _inflate_v2_batch(sink, buf, pos, start_offset, end_offset, inflate, max_siz
     except Exception:
         return 0
     saved = _save(sink)
-    result = decode_records_v2(sink, data, *_batch_header(buf, pos), start_offset, end_offset)
+    *fields, last_delta = _batch_header(buf, pos)
+    result = decode_records_v2(sink, data, *fields, start_offset, end_offset, last_delta)
     if result[0] != A.END:
         _restore(sink, saved)
         return 0
@@ -557,8 +565,9 @@ def _walk_entries(
                     # Its records must decode (Kafka's consumer iterates a control batch's
                     # records too); a compressed one is left out whole, not inflated.
                     if not attributes & 0x07:
-                        _validate_v2(buf, pos + 61, entry_end, count, _be(buf, pos + 27, 8),
-                                     _be(buf, pos + 35, 8), bool(attributes & 0x08))  # fmt: skip
+                        _validate_v2(buf, pos + 61, entry_end, count, _be(buf, pos + 23, 4),
+                                     _be(buf, pos + 27, 8), _be(buf, pos + 35, 8),
+                                     bool(attributes & 0x08))  # fmt: skip
                     st[A.ST_PREV_LAST], st[A.ST_HAS_PREV] = last, 1
                     pos = entry_end
                     continue
@@ -615,9 +624,12 @@ def decode_records_v2(
     leader_epoch: int,
     start_offset: int,
     end_offset: int,
+    last_delta: int,
 ) -> tuple:
     """Append the records of one decompressed v2 records section (all or nothing)."""
     data = memoryview(data).cast("B") if not isinstance(data, memoryview) else data
+    if not 0 <= count <= _I32_MAX or not _I32_MIN <= last_delta <= _I32_MAX:
+        raise ValueError("decode_records_v2: count or lastOffsetDelta out of range")
     saved = _save(sink)
     try:
         _records_v2(
@@ -634,6 +646,7 @@ def decode_records_v2(
             producer_id,
             producer_epoch,
             leader_epoch,
+            last_delta,
             start_offset,
             end_offset,
         )
@@ -645,7 +658,14 @@ def decode_records_v2(
 
 
 def validate_records_v2(
-    data, start: int, end: int, count: int, base_ts: int, max_ts: int, log_append: bool
+    data,
+    start: int,
+    end: int,
+    count: int,
+    base_ts: int,
+    max_ts: int,
+    log_append: bool,
+    last_delta: int,
 ) -> tuple:
     """Check the framing of the ``count`` records of ``data[start:end]`` as decode_records_v2
     does, writing nothing: ``(status, pos, code, a, b, c, min_ts, max_ts, null_keys,
@@ -655,21 +675,28 @@ def validate_records_v2(
     if not 0 <= start <= end <= len(data) or not 0 <= count <= _I32_MAX:
         raise ValueError("validate_records_v2: range or count out of range")
     try:
-        lo, hi, null_keys, deltas_ok = _validate_v2(data, start, end, count, base_ts, max_ts,
-                                                    log_append)  # fmt: skip
+        lo, hi, null_keys, deltas_ok = _validate_v2(data, start, end, count, last_delta, base_ts,
+                                                    max_ts, log_append)  # fmt: skip
     except _Fail as f:
         return (*f.result[:6], -1, -1, 0, 0)
     return (A.END, end, 0, 0, 0, 0, lo, hi, null_keys, deltas_ok)
 
 
 def _validate_v2(
-    buf, start: int, end: int, count: int, base_ts: int, max_ts: int, log_append: bool
+    buf,
+    start: int,
+    end: int,
+    count: int,
+    last_delta: int,
+    base_ts: int,
+    max_ts: int,
+    log_append: bool,
 ) -> tuple[int, int, int, int]:
     """_records_v2's walk (same rules, same order) keeping only what validation needs."""
     if count * 7 > end - start:
         raise _err(A.E_COUNT_TOO_LARGE, start, count, end - start)
     lo, hi = _I64_MAX, -_I64_MAX - 1
-    null_keys, deltas_ok = 0, 1
+    null_keys, deltas_ok, prev_delta = 0, 1, -1
     pos = start
     for i in range(count):
         record_start = pos
@@ -713,6 +740,9 @@ def _validate_v2(
                 pos += hv_len
         if pos != body_end:
             raise _err(A.E_RECORD_PAYLOAD, record_start, length, pos - (body_end - length))
+        if offset_delta <= prev_delta or offset_delta > last_delta:
+            raise _err(A.E_RECORD_OFFSET, record_start, offset_delta, prev_delta, last_delta)
+        prev_delta = offset_delta
         if offset_delta != i:
             deltas_ok = 0
         ts = max_ts if log_append else _wrap64(base_ts + ts_delta)

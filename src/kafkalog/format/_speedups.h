@@ -32,7 +32,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define ABI_VERSION 11
+#define ABI_VERSION 12
 
 /* output slots */
 enum {
@@ -63,7 +63,7 @@ enum {
     E_RECORDS_REMAINING, E_CRC, E_LEGACY_MSG_SIZE, E_LEGACY_OVERRUN, E_LEGACY_CODEC,
     E_LEGACY_NULL_WRAPPER, E_INNER_STRAY, E_INNER_SIZE, E_INNER_MAGIC, E_INNER_NESTED,
     E_INNER_EMPTY, E_WRAPPER_OFFSET, E_OFFSETS, E_OFFSET_ORDER, E_INNER_OFFSETS, E_BATCH_HEADER,
-    E_CODEC
+    E_CODEC, E_RECORD_OFFSET
 };
 enum { F_RECORD_LENGTH, F_TIMESTAMP_DELTA, F_OFFSET_DELTA, F_KEY_LENGTH, F_VALUE_LENGTH,
        F_HEADER_COUNT, F_HKEY_LENGTH, F_HVAL_LENGTH };
@@ -105,7 +105,7 @@ typedef struct {
  * keeps that CRC up to date behind it (the caller finishes and checks it). */
 typedef struct {
     int64_t base_offset, base_ts, max_ts, base_seq, producer_id, start_off, end_off;
-    int32_t count, leader_epoch;
+    int32_t count, leader_epoch, last_delta;
     int16_t producer_epoch;
     int attributes;
     crc_run_t *crc;
@@ -174,7 +174,8 @@ int kl_crc_set_hardware(int level); /* 0 tables, 1 SSE4.2/PCLMULQDQ, 2 AVX-512 *
 /* -- records and messages (_speedups_records.c, _speedups_legacy.c) ---------------------------- */
 /* The framing rules of kl_records_v2 over a batch's records, nothing written: 0, or -1 with r. */
 int kl_validate_v2(const uint8_t *b, Py_ssize_t start, Py_ssize_t end, int64_t count,
-                   int64_t base_ts, int64_t max_ts, int log_append, int64_t out[4], result_t *r);
+                   int64_t last_delta, int64_t base_ts, int64_t max_ts, int log_append,
+                   int64_t out[4], result_t *r);
 int kl_records_v2(SinkObject *s, const uint8_t *b, Py_ssize_t start, Py_ssize_t end,
                   const batch_t *bt, result_t *r);
 /* Rows [from, to) of the batch-level columns take the values v (by B_*); with ``sequences``, the

@@ -106,7 +106,7 @@ static inline batch_t batch_header(const uint8_t *b, Py_ssize_t pos, int64_t sta
         .base_seq = be32(b + pos + 53), .producer_id = be64(b + pos + 43),
         .start_off = start_off, .end_off = end_off, .count = be32(b + pos + 57),
         .leader_epoch = be32(b + pos + 12), .producer_epoch = be16(b + pos + 51),
-        .attributes = be16(b + pos + 21),
+        .attributes = be16(b + pos + 21), .last_delta = be32(b + pos + 23),
     };
     return bt;
 }
@@ -184,8 +184,9 @@ static void decode_entries_impl(SinkObject *s, const uint8_t *b, Py_ssize_t pos,
                  * too); a compressed one is left out whole, not inflated. */
                 int64_t seen[4];
                 if (!(attributes & 0x07) &&
-                    kl_validate_v2(b, pos + 61, entry_end, count, be64(b + pos + 27),
-                                   be64(b + pos + 35), (attributes & 0x08) != 0, seen, r) != 0)
+                    kl_validate_v2(b, pos + 61, entry_end, count, be32(b + pos + 23),
+                                   be64(b + pos + 27), be64(b + pos + 35),
+                                   (attributes & 0x08) != 0, seen, r) != 0)
                     return;
                 st[ST_PREV_LAST] = last; st[ST_HAS_PREV] = 1;
                 pos = entry_end;
@@ -361,8 +362,8 @@ PyObject *kl_decode_entries(PyObject *mod, PyObject *const *args, Py_ssize_t nar
 }
 
 PyObject *kl_decode_records_v2(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 13) {
-        PyErr_SetString(PyExc_TypeError, "decode_records_v2 takes 13 arguments");
+    if (nargs != 14) {
+        PyErr_SetString(PyExc_TypeError, "decode_records_v2 takes 14 arguments");
         return NULL;
     }
     if (!PyObject_TypeCheck(args[0], &kl_SinkType)) {
@@ -370,18 +371,18 @@ PyObject *kl_decode_records_v2(PyObject *mod, PyObject *const *args, Py_ssize_t 
         return NULL;
     }
     SinkObject *s = (SinkObject *)args[0];
-    long long v[11];
-    for (int i = 0; i < 11; i++) v[i] = PyLong_AsLongLong(args[i + 2]);
+    long long v[12];
+    for (int i = 0; i < 12; i++) v[i] = PyLong_AsLongLong(args[i + 2]);
     if (PyErr_Occurred()) return NULL;
-    if (v[0] < 0 || v[0] > INT32_MAX) {
-        PyErr_SetString(PyExc_ValueError, "decode_records_v2: count out of range");
+    if (v[0] < 0 || v[0] > INT32_MAX || v[11] < INT32_MIN || v[11] > INT32_MAX) {
+        PyErr_SetString(PyExc_ValueError, "decode_records_v2: count or lastOffsetDelta out of range");
         return NULL;
     }
     batch_t bt = {
         .count = (int32_t)v[0], .base_offset = v[1], .base_ts = v[2], .max_ts = v[3],
         .attributes = (int)v[4], .base_seq = v[5], .producer_id = v[6],
         .producer_epoch = (int16_t)v[7], .leader_epoch = (int32_t)v[8], .start_off = v[9],
-        .end_off = v[10],
+        .end_off = v[10], .last_delta = (int32_t)v[11],
     };
     Py_buffer in;
     if (kl_get_bytes(args[1], &in) < 0) return NULL;

@@ -299,8 +299,7 @@ static inline void crc_in_steps(void *unused, crc_run_t *crc, const uint8_t *b,
 static inline __attribute__((always_inline)) int walk_v2(SinkObject *s, const uint8_t *b,
                                                          Py_ssize_t start, Py_ssize_t end,
                                                          const batch_t *bt, result_t *r,
-                                                         crc_follow_t follow, void *state,
-                                                         const int check_offsets) {
+                                                         crc_follow_t follow, void *state) {
     int64_t *st = s->p[S_STATE];
     int64_t count = bt->count;
     if (count * 7 > (int64_t)(end - start)) FAIL(E_COUNT_TOO_LARGE, start, count, end - start, 0);
@@ -320,6 +319,8 @@ static inline __attribute__((always_inline)) int walk_v2(SinkObject *s, const ui
     const Py_ssize_t hcap = s->cap[S_HVAL_VALID], hkcap = s->cap[S_HKEY_DATA];
     const Py_ssize_t hvcap = s->cap[S_HVAL_DATA];
     const int log_append = (bt->attributes & 0x08) != 0;
+    const int64_t last_delta = bt->last_delta; /* kept in a register, not reloaded per record */
+    int64_t prev_delta = -1;
     Py_ssize_t pos = start;
     for (int64_t i = 0; i < count; i++) {
         Py_ssize_t record_start = pos;
@@ -432,10 +433,14 @@ static inline __attribute__((always_inline)) int walk_v2(SinkObject *s, const ui
         }
         if (pos != body_end)
             FAIL(E_RECORD_PAYLOAD, record_start, length, (int64_t)(pos - (body_end - length)), 0);
-        /* the offset rule, once the record is read (as record.py): its offset fits a log's
-         * (check_offsets: only a batch within 2^31 of the end of int64 can pass it) */
-        if (check_offsets && offset_delta >= 0 && bt->base_offset > MAX_LAST_OFFSET - offset_delta)
-            FAIL(E_OFFSETS, record_start, bt->base_offset, offset_delta, 0);
+        /* the offset rule, once the record is read (as record.py): offset deltas increase
+         * within [0, lastOffsetDelta], so every record's offset is within the batch's, which
+         * its caller checked fit a log's */
+        /* prev_delta < offset_delta <= last_delta, as one unsigned comparison */
+        if (__builtin_expect((uint64_t)(offset_delta - prev_delta - 1) >=
+                                 (uint64_t)(last_delta - prev_delta), 0))
+            FAIL(E_RECORD_OFFSET, record_start, offset_delta, prev_delta, last_delta);
+        prev_delta = offset_delta;
         if (!keep) continue;
         if (k_len >= 0) {
             if (ku + k_len > kcap) GROW(GROW_KEY_DATA, ku + (end - k_pos));
@@ -507,7 +512,7 @@ __attribute__((target("sse4.2"))) static int walk_v2_crc32(SinkObject *s, const 
                                                           Py_ssize_t start, Py_ssize_t end,
                                                           const batch_t *bt, result_t *r) {
     crc_words_t words = {bt->crc->state, bt->crc->pos};
-    int rc = walk_v2(s, b, start, end, bt, r, crc_by_words, &words, 0);
+    int rc = walk_v2(s, b, start, end, bt, r, crc_by_words, &words);
     bt->crc->state = (uint32_t)words.state;
     bt->crc->pos = words.pos;
     return rc;
@@ -517,25 +522,15 @@ __attribute__((target("sse4.2"))) static int walk_v2_crc32(SinkObject *s, const 
 VCLMUL_TARGET static int walk_v2_folding(SinkObject *s, const uint8_t *b, Py_ssize_t start,
                                          Py_ssize_t end, const batch_t *bt, result_t *r) {
     crc_fold_t fold = {.started = 0};
-    int rc = walk_v2(s, b, start, end, bt, r, crc_folded, &fold, 0);
+    int rc = walk_v2(s, b, start, end, bt, r, crc_folded, &fold);
     if (!rc) crc_fold_to(&fold, bt->crc, b, end);
     crc_fold_end(&fold, bt->crc);
     return rc;
 }
 #endif
 
-/* The walk of a batch within 2^31 of the end of int64, where a record's offset may pass a
- * log's: each record's is checked (the offset rule), out of the common walks' way. */
-static __attribute__((noinline)) int walk_v2_checked(SinkObject *s, const uint8_t *b,
-                                                     Py_ssize_t start, Py_ssize_t end,
-                                                     const batch_t *bt, result_t *r) {
-    return walk_v2(s, b, start, end, bt, r, crc_in_steps, NULL, 1);
-}
-
 int kl_records_v2(SinkObject *s, const uint8_t *b, Py_ssize_t start, Py_ssize_t end,
                   const batch_t *bt, result_t *r) {
-    if (__builtin_expect(bt->base_offset > MAX_LAST_OFFSET - INT32_MAX, 0))
-        return walk_v2_checked(s, b, start, end, bt, r);
 #ifdef HAVE_X86_CRC
     if (bt->crc) {
         const int how = kl_crc_in_walk();
@@ -543,18 +538,20 @@ int kl_records_v2(SinkObject *s, const uint8_t *b, Py_ssize_t start, Py_ssize_t 
         if (how == CRC_WALK_WORDS) return walk_v2_crc32(s, b, start, end, bt, r);
     }
 #endif
-    return walk_v2(s, b, start, end, bt, r, crc_in_steps, NULL, 0);
+    return walk_v2(s, b, start, end, bt, r, crc_in_steps, NULL);
 }
 
 /* -- validation only: the same walk as kl_records_v2, writing nothing per record --------------- */
 /* What a leader's validation of an uncompressed batch needs of its records, with the framing
  * rules (and error codes and positions) of kl_records_v2: the smallest and largest timestamp
  * other than -1 (base + delta wrapping as Java longs; the batch's max for LogAppendTime), how
- * many keys are null, and whether offset deltas run 0..count-1. 0, or -1 with r filled. */
+ * many keys are null, and whether offset deltas run 0..count-1 (they must increase within
+ * [0, last_delta], as kl_records_v2 checks). 0, or -1 with r filled. */
 int kl_validate_v2(const uint8_t *b, Py_ssize_t start, Py_ssize_t end, int64_t count,
-                   int64_t base_ts, int64_t max_ts, int log_append, int64_t out[4], result_t *r) {
+                   int64_t last_delta, int64_t base_ts, int64_t max_ts, int log_append,
+                   int64_t out[4], result_t *r) {
     if (count * 7 > (int64_t)(end - start)) FAIL(E_COUNT_TOO_LARGE, start, count, end - start, 0);
-    int64_t lo = INT64_MAX, hi = INT64_MIN, null_keys = 0, deltas_ok = 1;
+    int64_t lo = INT64_MAX, hi = INT64_MIN, null_keys = 0, deltas_ok = 1, prev_delta = -1;
     Py_ssize_t pos = start;
     for (int64_t i = 0; i < count; i++) {
         Py_ssize_t record_start = pos;
@@ -600,6 +597,9 @@ int kl_validate_v2(const uint8_t *b, Py_ssize_t start, Py_ssize_t end, int64_t c
         }
         if (pos != body_end)
             FAIL(E_RECORD_PAYLOAD, record_start, length, (int64_t)(pos - (body_end - length)), 0);
+        if (offset_delta <= prev_delta || offset_delta > last_delta)
+            FAIL(E_RECORD_OFFSET, record_start, offset_delta, prev_delta, last_delta);
+        prev_delta = offset_delta;
         if (offset_delta != i) deltas_ok = 0;
         int64_t ts = log_append ? max_ts : wadd(base_ts, ts_delta);
         if (ts != -1) {
@@ -615,12 +615,12 @@ int kl_validate_v2(const uint8_t *b, Py_ssize_t start, Py_ssize_t end, int64_t c
 }
 
 PyObject *kl_validate_records_v2(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 7) {
-        PyErr_SetString(PyExc_TypeError, "validate_records_v2 takes 7 arguments");
+    if (nargs != 8) {
+        PyErr_SetString(PyExc_TypeError, "validate_records_v2 takes 8 arguments");
         return NULL;
     }
-    long long v[6];
-    for (int i = 0; i < 6; i++) v[i] = PyLong_AsLongLong(args[i + 1]);
+    long long v[7];
+    for (int i = 0; i < 7; i++) v[i] = PyLong_AsLongLong(args[i + 1]);
     if (PyErr_Occurred()) return NULL;
     Py_buffer in;
     if (kl_get_bytes(args[0], &in) < 0) return NULL;
@@ -632,8 +632,8 @@ PyObject *kl_validate_records_v2(PyObject *mod, PyObject *const *args, Py_ssize_
     result_t r = {END, v[1], 0, 0, 0, 0, -1};
     int64_t out[4] = {-1, -1, 0, 0};
     Py_BEGIN_ALLOW_THREADS
-    kl_validate_v2(in.buf, (Py_ssize_t)v[0], (Py_ssize_t)v[1], v[2], v[3], v[4], v[5] != 0, out,
-                   &r);
+    kl_validate_v2(in.buf, (Py_ssize_t)v[0], (Py_ssize_t)v[1], v[2], v[6], v[3], v[4], v[5] != 0,
+                   out, &r);
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&in);
     return Py_BuildValue("(iniLLLLLLi)", r.status, r.pos, r.code, r.a, r.b, r.c, (long long)out[0],

@@ -45,7 +45,7 @@ from .constants import (
     TimestampType,
 )
 from .crc import crc32c
-from .offsets_rule import MAX_LAST_OFFSET, check_batch_header, range_error
+from .offsets_rule import check_batch_header, range_error
 from .record import Record, decode_records_v2, increment_sequence
 
 __all__ = ["MutableRecordBatch", "RecordBatch", "encode_batch_header"]
@@ -56,8 +56,6 @@ _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
 _U32 = struct.Struct(">I")
 _I16 = struct.Struct(">h")
-# Above this baseOffset a record's offsetDelta (an int32) can take its offset past a log's.
-_RECORD_RISK = MAX_LAST_OFFSET - (1 << 31) + 1
 
 
 class RecordBatch:
@@ -294,12 +292,12 @@ class RecordBatch:
             check_batch_header(base_offset, last_delta, count, 0, True, position=self.position)
         data = self.records_buffer()
         compressed = self.is_compressed
-        overflow = None
         try:
             records = decode_records_v2(
                 data,
                 count=count,
                 base_offset=base_offset,
+                last_offset_delta=last_delta,
                 base_timestamp=base_ts,
                 max_timestamp=max_ts,
                 timestamp_type=(
@@ -312,14 +310,8 @@ class RecordBatch:
                 # Positions inside compressed data mean nothing in the file: name the batch.
                 position_base=0 if compressed else self.position + RECORDS_OFFSET,
             )
-            if base_offset < _RECORD_RISK:
-                yield from records
-            else:  # a record's offset (wrapped to int64 by record.py) may pass a log's
-                for record in records:
-                    if not 0 <= record.offset <= MAX_LAST_OFFSET:
-                        overflow = record.offset % (1 << 64)  # the exact base + offsetDelta
-                        break
-                    yield record
+            # Record offsets lie within the batch's (record.py's rule), which fit a log's (above).
+            yield from records
         except (CorruptRecordError, InvalidRecordError) as e:
             if compressed:
                 e.message = (
@@ -328,8 +320,6 @@ class RecordBatch:
                 )
                 e.position = self.position
             raise e.located(position=self.position, offset=base_offset) from None
-        if overflow is not None:
-            raise range_error(base_offset, overflow, position=self.position)
 
     def __iter__(self) -> Iterator[Record]:
         return self.records()

@@ -4,16 +4,20 @@ Kafka's offsets are int64 and increase strictly through a log; a v2 batch's last
 ``baseOffset + lastOffsetDelta`` and a log's next offset is that plus one, so it must fit int64
 too: an entry's last offset is at most 2^63 - 2. The baseOffset field is not covered by the
 batch's CRC (the broker writes it after the producer computed the CRC), so a damaged one is only
-ever caught by this rule. Three errors, worded the same by every reader of entries (the
-record-at-a-time views :mod:`.batch` and :mod:`.legacy`, the columnar fast path's driver and both
-of its kernel twins, the header walk of :mod:`kafkalog.log.entry_walk`):
+ever caught by this rule. Four errors, worded the same by every reader of entries (the
+record-at-a-time views :mod:`.batch` and :mod:`.legacy` and :mod:`.record`'s decoder, the
+columnar fast path's driver and both of its kernel twins, the header walk of
+:mod:`kafkalog.log.entry_walk`, which reads no record):
 
 - *overflow*: the entry's offsets pass a 64-bit offset (a v2 batch's baseOffset +
-  lastOffsetDelta, any record's baseOffset + offsetDelta, a legacy wrapper's absolute inner
-  offsets);
+  lastOffsetDelta, a legacy wrapper's absolute inner offsets);
 - *negative*: its first offset is below 0;
 - *decrease* (log reads only: client produce requests may all carry baseOffset 0): its first
-  offset is not above the previous entry's last offset.
+  offset is not above the previous entry's last offset;
+- *record offset* (:func:`record_offset_message`): a v2 batch's record offset deltas increase
+  within ``[0, lastOffsetDelta]``. The CRC covers them, so only a writer's bug breaks this; Kafka's
+  consumer would silently drop a record whose offset goes back, and one past the batch's last
+  offset would be read again at the next fetch position.
 
 Legacy (magic 0/1) entries take their offset field as both first and last offset (a compressed
 wrapper's is its last inner one), as Kafka's shallow iteration does.
@@ -35,6 +39,7 @@ __all__ = [
     "check_entry_offsets",
     "decrease_error",
     "range_error",
+    "record_offset_message",
 ]
 
 INT64_MAX = (1 << 63) - 1
@@ -72,6 +77,25 @@ def decrease_error(
         f"offsets must increase through a log",
         position=position,
         offset=base if offset is None else offset,
+    )
+
+
+def record_offset_message(delta: int, previous: int, last_offset_delta: int, position: int) -> str:
+    """The message for a record at ``position`` whose offset delta ``delta`` does not follow the
+    previous record's ``previous`` (-1 for a batch's first) within ``[0, last_offset_delta]``."""
+    if delta > last_offset_delta and delta > previous:
+        return (
+            f"Record offset delta {delta} at position {position} is past the batch's "
+            f"lastOffsetDelta {last_offset_delta}: a batch's records lie within its offsets"
+        )
+    if previous < 0:
+        return (
+            f"Record offset delta {delta} at position {position} is negative: a record's offset "
+            f"is at or above its batch's baseOffset"
+        )
+    return (
+        f"Record offset delta {delta} at position {position} is not above the previous "
+        f"record's {previous}: record offsets increase within a batch"
     )
 
 

@@ -22,8 +22,9 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from ..errors import CorruptRecordError, InvalidRecordError
+from ..errors import CorruptRecordError, InvalidRecordError, RecordOffsetError
 from .constants import MIN_V2_RECORD_SIZE, NO_SEQUENCE, TimestampType
+from .offsets_rule import record_offset_message
 from .varint import encode_varint, encode_varlong, wrap_int64
 
 __all__ = [
@@ -116,6 +117,7 @@ def decode_records_v2(
     *,
     count: int,
     base_offset: int,
+    last_offset_delta: int,
     base_timestamp: int,
     max_timestamp: int,
     timestamp_type: TimestampType,
@@ -129,7 +131,8 @@ def decode_records_v2(
 
     ``position_base`` is added to positions in error messages: for an uncompressed batch it maps
     ``buf`` offsets to file positions; for a compressed batch errors name the batch and the byte
-    offset within the decompressed records.
+    offset within the decompressed records. Offset deltas must increase within
+    ``[0, last_offset_delta]`` (:func:`.offsets_rule.record_offset_message`).
     """
     if end is None:
         end = len(buf)
@@ -142,6 +145,7 @@ def decode_records_v2(
             position=position_base,
         )
     log_append = timestamp_type == TimestampType.LOG_APPEND_TIME
+    previous_delta = -1
     pos = start
     for _ in range(count):
         record_start = pos
@@ -257,6 +261,14 @@ def decode_records_v2(
                 f"{pos - (body_end - length)}",
                 position=position_base + record_start,
             )
+        if offset_delta <= previous_delta or offset_delta > last_offset_delta:
+            raise RecordOffsetError(
+                record_offset_message(
+                    offset_delta, previous_delta, last_offset_delta, position_base + record_start
+                ),
+                position=position_base + record_start,
+            )
+        previous_delta = offset_delta
         yield Record(
             offset=wrap_int64(base_offset + offset_delta),
             timestamp=max_timestamp if log_append else wrap_int64(base_timestamp + ts_delta),

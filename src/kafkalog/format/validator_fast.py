@@ -85,7 +85,14 @@ def validate_v2_in_place(
     if h.count < 0:
         return None  # the general path says what is wrong with it
     walk = kernels.validate_records_v2(
-        view, RECORDS_OFFSET, h.size, h.count, h.base_timestamp, h.max_timestamp, False
+        view,
+        RECORDS_OFFSET,
+        h.size,
+        h.count,
+        h.base_timestamp,
+        h.max_timestamp,
+        False,
+        h.last_offset_delta,
     )
     if walk[0] != A.END or walk[1] != h.size:
         return None

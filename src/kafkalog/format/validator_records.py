@@ -96,7 +96,7 @@ def v2_compressed_columns(view: memoryview, h: V2Header) -> tuple[RecordColumns,
     ok = _fill(
         b,
         lambda _: kernels.decode_records_v2(
-            b.sink, data, *fields, *producer, _INT64_MIN, _INT64_MAX
+            b.sink, data, *fields, *producer, _INT64_MIN, _INT64_MAX, h.last_offset_delta
         ),
     )
     if len(data) > _KEEP_BYTES:

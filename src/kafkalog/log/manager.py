@@ -75,6 +75,8 @@ __all__ = [
     "TOPICS_FILE_NAME",
     "DataDirLockedError",
     "LogManager",
+    "TopicConfigs",
+    "topic_configs",
 ]
 
 # Topic configs kafkalog understands; KRaft may carry others for a topic (quotas, tiering).
@@ -458,3 +460,21 @@ class LogManager:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+class TopicConfigs(LogManager):
+    """The topic configs of data directories as a LogManager finds them (KRaft metadata,
+    kafkalog's topics file, internal topics, Kafka's defaults), no log opened: for readers that
+    open partitions on their own and need a topic's limits (``max.message.bytes`` tells a torn
+    append from a damaged size field)."""
+
+    def _discover(self) -> None:
+        pass
+
+
+def topic_configs(data_dir: str | os.PathLike) -> TopicConfigs | None:
+    """:class:`TopicConfigs` of ``data_dir``, or None when its metadata or topics file cannot be
+    read (a reader then assumes Kafka's defaults; ``kafkalog verify`` reports such files)."""
+    try:
+        return TopicConfigs(data_dir)
+    except (KafkalogError, OSError, ValueError):
+        return None

@@ -41,7 +41,7 @@ from .checkpoints import (
 from .clean_shutdown import CLEAN_SHUTDOWN_FILE_NAME, read_clean_shutdown
 from .cluster_metadata import CLUSTER_METADATA_DIR, load_metadata_image
 from .dir_lock import LOCK_FILE_NAME
-from .manager import PRODUCER_IDS_FILE_NAME, TOPICS_FILE_NAME
+from .manager import PRODUCER_IDS_FILE_NAME, TOPICS_FILE_NAME, TopicConfigs, topic_configs
 from .meta_properties import META_PROPERTIES_FILE_NAME, read_meta_properties
 from .naming import (
     INDEX_FILE_SUFFIX,
@@ -118,7 +118,8 @@ def verify(
     if not target.is_dir():
         _verify_file(target, sink, report, deep)
     elif is_partition_dir(target):
-        context = _context_for(target, _read_checkpoints(target.parent, sink))
+        configs = topic_configs(target.parent)
+        context = _context_for(target, _read_checkpoints(target.parent, sink), configs)
         report.partitions.append(check_partition(target, sink, deep=deep, context=context).summary)
     else:
         _verify_data_dir(target, sink, report, deep)
@@ -150,6 +151,7 @@ def is_partition_dir(path: Path) -> bool:
 
 def _verify_data_dir(root: Path, sink: FindingSink, report: VerifyReport, deep: bool) -> None:
     checkpoints = _read_checkpoints(root, sink)
+    configs = topic_configs(root)
     _check_root_files(root, sink, deep)
     topic_ids: dict[str, dict[object, list[Path]]] = {}
     seen: set[TopicPartition] = set()
@@ -169,7 +171,11 @@ def _verify_data_dir(root: Path, sink: FindingSink, report: VerifyReport, deep: 
         tp = parsed.topic_partition
         seen.add(tp)
         # KRaft keeps the metadata log's offsets itself, not in the data dir's checkpoints.
-        context = None if child.name == CLUSTER_METADATA_DIR else _context_for(child, checkpoints)
+        context = (
+            None
+            if child.name == CLUSTER_METADATA_DIR
+            else _context_for(child, checkpoints, configs)
+        )
         result = check_partition(child, sink, deep=deep, context=context)
         report.partitions.append(result.summary)
         if result.topic_id is not None and child.name != CLUSTER_METADATA_DIR:
@@ -196,12 +202,16 @@ def _read_checkpoints(
     return found
 
 
-def _context_for(directory: Path, checkpoints: dict) -> PartitionContext:
+def _context_for(
+    directory: Path, checkpoints: dict, configs: TopicConfigs | None
+) -> PartitionContext:
     context = PartitionContext()
     try:
         tp = parse_partition_dir_name(directory.name).topic_partition
     except KafkalogError:
         return context
+    if configs is not None:  # the topic's limit tells a torn append from a damaged size
+        context.max_message_bytes = configs.config_for(tp.topic)["max.message.bytes"]
     for name, field_name in _CONTEXT_FIELDS.items():
         offset = checkpoints.get(name, {}).get(tp)
         if offset is not None:

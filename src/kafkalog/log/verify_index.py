@@ -35,6 +35,7 @@ from .txn_index import ENTRY_SIZE as TXN_ENTRY_SIZE
 from .txn_index import TransactionIndex
 from .verify_report import FindingSink
 from .verify_segment import BatchFacts, LogScan, scan_log
+from .verify_tail import DEFAULT_MAX_MESSAGE_BYTES
 
 __all__ = [
     "check_index_file",
@@ -239,8 +240,10 @@ def check_segment(
     deep: bool,
     active: bool,
     suffix: str = "",
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
 ) -> LogScan:
-    """The segment's log and its three indexes (missing offset/time indexes are reported)."""
+    """The segment's log and its three indexes (missing offset/time indexes are reported);
+    ``max_message_bytes`` is the topic's."""
     observers, opened = [], []
     for kind, path, code, check in (
         (OffsetIndex, offset_index_file(directory, base, suffix), "index", _OffsetIndexCheck),
@@ -261,7 +264,7 @@ def check_segment(
             observers.append(check(*found, sink))
     try:
         scan = scan_log(log_path, sink, deep=deep, base_offset=base, active=active,
-                        observers=observers)  # fmt: skip
+                        observers=observers, max_message_bytes=max_message_bytes)  # fmt: skip
     finally:
         for index in opened:
             index.close()

@@ -39,6 +39,7 @@ from .regular_file import irregular_reason
 from .verify_index import check_segment
 from .verify_report import FindingSink, PartitionSummary
 from .verify_segment import LogScan, scan_log
+from .verify_tail import DEFAULT_MAX_MESSAGE_BYTES
 
 __all__ = [
     "QUORUM_STATE_FILE_NAME",
@@ -68,6 +69,7 @@ class PartitionContext:
     high_watermark: int | None = None
     cleaner_offset: int | None = None
     sources: dict[str, str] = field(default_factory=dict)  # which file said each (for messages)
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES  # the topic's: the largest torn append
 
 
 @dataclass(slots=True)
@@ -101,7 +103,8 @@ def check_partition(
         path, suffix = segments[base]
         try:
             scan = check_segment(directory, base, path, sink, deep=deep,
-                                 active=i == len(bases) - 1, suffix=suffix)  # fmt: skip
+                                 active=i == len(bases) - 1, suffix=suffix,
+                                 max_message_bytes=context.max_message_bytes)  # fmt: skip
         except OSError as e:
             sink.error("io-error", path, f"cannot read: {e.strerror or e}")
             continue

@@ -21,7 +21,7 @@ import struct
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from ..errors import CorruptRecordError, InvalidRecordError, KafkalogError
+from ..errors import CorruptRecordError, InvalidRecordError, KafkalogError, RecordOffsetError
 from ..format import Batch, ControlRecordType, RecordsScan, Tail
 from ..format.codecs import decompress
 from ..format.constants import (
@@ -40,7 +40,14 @@ from .regular_file import open_regular
 from .verify_report import FindingSink
 from .verify_tail import DEFAULT_MAX_MESSAGE_BYTES, partial_tail_problem
 
-__all__ = ["BatchFacts", "LogScan", "ReadOnlyMap", "hidden_records_problem", "scan_log"]
+__all__ = [
+    "BatchFacts",
+    "LogScan",
+    "ReadOnlyMap",
+    "check_records",
+    "hidden_records_problem",
+    "scan_log",
+]
 
 _INT32_MAX = 2**31 - 1
 _HEADER = struct.Struct(">qi")  # offset, size: the start of every log entry
@@ -114,8 +121,10 @@ def scan_log(
     active: bool = False,
     snapshot: bool = False,
     observers: Iterable = (),
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
 ) -> LogScan:
-    """Walk a file of batches (a segment, or with ``snapshot`` a KRaft snapshot) and report."""
+    """Walk a file of batches (a segment, or with ``snapshot`` a KRaft snapshot) and report;
+    ``max_message_bytes`` (the topic's) bounds a torn append at its end."""
     path = os.fspath(path)
     scan = LogScan(path)
     observers = list(observers)
@@ -140,7 +149,8 @@ def scan_log(
         floor = prev_last  # a batch after the last complete one must start above this
         if floor is None and base_offset is not None:
             floor = base_offset - 1
-        _check_tail(view, records, scan, sink, floor, active=active and not snapshot)
+        _check_tail(view, records, scan, sink, floor, active=active and not snapshot,
+                    max_message_bytes=max_message_bytes)  # fmt: skip
         del records
     for observer in observers:
         observer.finish(scan)
@@ -203,9 +213,9 @@ def _check_v2(batch: Batch, scan: LogScan, sink: FindingSink, *, deep: bool) -> 
             if deep or attributes & CONTROL_FLAG_MASK:
                 _check_empty_compressed(batch, base, scan, sink)
         elif attributes & CONTROL_FLAG_MASK:
-            _decode_v2(batch, base, last, True, producer_id, scan, sink)
-        elif deep and not _records_in_order(batch, header):
-            _decode_v2(batch, base, last, False, producer_id, scan, sink)
+            _decode_v2(batch, base, True, producer_id, scan, sink)
+        elif deep and not _records_decode(batch, header):
+            _decode_v2(batch, base, False, producer_id, scan, sink)
     return BatchFacts(position, base, last, max_ts)
 
 
@@ -225,8 +235,10 @@ def hidden_records_problem(batch: Batch) -> tuple[str, str] | None:
     consumer; Kafka's rule for records left after ``count`` of them is InvalidRecordException
     "Incorrect declared batch size, records still remaining". Only their framing is read.
     """
+    if batch.magic != MAGIC_VALUE_V2 or batch.count != 0:
+        return None
     payload = batch.buffer[RECORDS_OFFSET:]
-    if batch.magic != MAGIC_VALUE_V2 or batch.count != 0 or len(payload) == 0:
+    if len(payload) == 0:
         return None
     try:
         data = decompress(batch.compression_id, payload, magic=MAGIC_VALUE_V2)
@@ -264,14 +276,15 @@ def _count_record_frames(data: bytes) -> tuple[int, bool]:
     return found, True
 
 
-def _records_in_order(batch: Batch, header: tuple) -> bool:
+def _records_decode(batch: Batch, header: tuple) -> bool:
     """True when the fast path's kernels decode every record of the batch (the same rules as
-    the record-at-a-time decoder, without a Python object per record: a million records in a
-    fraction of a second instead of seconds) and the offsets strictly increase inside the
-    batch's range. False for anything else, and for batches of a few records (where the
-    kernels' set-up costs more than it saves): the record-at-a-time check then says what."""
+    the record-at-a-time decoder, the offset rule's included: offsets increase inside the
+    batch's range; without a Python object per record: a million records in a fraction of a
+    second instead of seconds). False for anything else, and for batches of a few records
+    (where the kernels' set-up costs more than it saves): the record-at-a-time check then says
+    what."""
     base, size, leader_epoch, _, *rest = header
-    count, last = header[-1], base + header[6]
+    count = header[-1]
     if count < _COLUMNAR_MIN_RECORDS:
         return False
     view = batch.buffer
@@ -281,38 +294,51 @@ def _records_in_order(batch: Batch, header: tuple) -> bool:
         columns = None if decoded is None else decoded[0]
     else:
         columns = v2_record_columns(view, count, copy=False)
-    if columns is None:
-        return False
-    offsets = columns.offsets
-    return (
-        int(offsets[0]) >= base
-        and int(offsets[-1]) <= last
-        and bool((offsets[1:] > offsets[:-1]).all())
-    )
+    return columns is not None
 
 
-def _decode_v2(
-    batch: Batch, base: int, last: int, is_control: bool, producer_id: int, scan, sink
-) -> None:
-    """Decode every record: offsets strictly increase inside [base, last]; note ABORT markers.
+def check_records(batch: Batch) -> None:
+    """Decode every record of ``batch`` (whose CRC and header were checked) as a consumer does,
+    raising the decoder's error, none of its records kept: the columnar kernels where they
+    serve, the record-at-a-time decoder for the rest and to word an error."""
+    if batch.magic >= MAGIC_VALUE_V2:
+        if not _records_decode(batch, batch.header()):
+            for _ in batch.records():
+                pass
+        return
+    if not batch.is_compressed:
+        batch.records()  # its key and value frame (its CRC was checked)
+        return
+    previous = None
+    for record in batch.records():  # a consumer checks each inner message's CRC too
+        if not record.is_valid:
+            raise CorruptRecordError(
+                f"Record is corrupt (stored crc = {record.crc}): an inner message of the "
+                f"compressed wrapper at position {batch.position}",
+                position=batch.position,
+                offset=record.offset,
+            )
+        if previous is not None and record.offset <= previous:
+            raise CorruptRecordError(
+                f"inner offset {record.offset} does not follow {previous} in the compressed "
+                f"wrapper at position {batch.position}",
+                position=batch.position,
+                offset=record.offset,
+            )
+        previous = record.offset
+
+
+def _decode_v2(batch: Batch, base: int, is_control: bool, producer_id: int, scan, sink) -> None:
+    """Decode every record (the decoder holds offsets inside [base, last], increasing); note
+    ABORT markers.
 
     A control batch of a producer holds COMMIT/ABORT markers (producer state replays them: one
     that does not decode stops Kafka's recovery); one without a producer id (the control bit set
     on a plain batch) is skipped by Kafka's consumers and producer state alike, so records that
     are not control records there hide data (a warning), they do not break the log."""
-    previous = base - 1
     hidden = 0
     try:
         for record in batch.records():
-            if not previous < record.offset <= last:
-                sink.error(
-                    "batch-record-offsets", scan.path,
-                    f"record offset {record.offset} is not between the previous record's "
-                    f"{previous} and the batch's last offset {last}",
-                    position=batch.position, offset=record.offset,
-                )  # fmt: skip
-                return
-            previous = record.offset
             if not is_control:
                 continue
             try:
@@ -324,6 +350,10 @@ def _decode_v2(
                 continue
             if control_type == ControlRecordType.ABORT:
                 scan.abort_markers[record.offset] = producer_id
+    except RecordOffsetError as e:
+        sink.error("batch-record-offsets", scan.path, e.message,
+                   position=e.position, offset=e.offset)  # fmt: skip
+        return
     except _DECODE_ERRORS as e:
         _record_corrupt(e, sink, scan.path, batch.position, base)
         return
@@ -405,7 +435,9 @@ def _check_order(
         )  # fmt: skip
 
 
-def _check_tail(view, records: RecordsScan, scan: LogScan, sink, floor, *, active: bool) -> None:
+def _check_tail(
+    view, records: RecordsScan, scan: LogScan, sink, floor, *, active: bool, max_message_bytes: int
+) -> None:
     """How the file ends; ``floor``: the offset a next batch must be above (None: unknown)."""
     path, at, left = scan.path, records.valid_bytes, records.invalid_bytes
     if records.tail == Tail.ZEROS:
@@ -452,7 +484,7 @@ def _check_tail(view, records: RecordsScan, scan: LogScan, sink, floor, *, activ
                 f" (its header is not what a broker writes next: offset {offset}, size {size}, "
                 f"magic {magic}; Kafka's recovery truncates it all the same)"
             )
-        damage = partial_tail_problem(view, at, max_batch_size=DEFAULT_MAX_MESSAGE_BYTES)
+        damage = partial_tail_problem(view, at, max_batch_size=max_message_bytes)
         if damage is not None:
             sink.error(
                 "corrupt-framing", path,

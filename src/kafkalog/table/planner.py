@@ -519,11 +519,14 @@ class PartitionLog:
         return min(open_txns.values(), default=self.log_end_offset)
 
 
-def _tail(seg: LogSegment, path: str, hints: IndexHints) -> tuple[int, SegmentWalk]:
+def _tail(
+    seg: LogSegment, path: str, hints: IndexHints, max_message_bytes: int
+) -> tuple[int, SegmentWalk]:
     """(next offset, the walk) of the last segment, walking headers from its last usable index
     hint (its start without one). An incomplete last entry that verify would call damage (a
-    size past the largest batch a broker accepts, or a whole batch inside the bytes it claims:
-    :func:`kafkalog.log.verify_tail.partial_tail_problem`) is not a torn tail but corruption."""
+    size past the largest batch the topic accepts, ``max_message_bytes``, or a whole batch
+    inside the bytes it claims: :func:`kafkalog.log.verify_tail.partial_tail_problem`) is not a
+    torn tail but corruption."""
     start = hints.last()
     walk = SegmentWalk(path, start).run()
     if walk.valid_end == start and start > 0:  # nothing valid past the hint: from the start
@@ -531,8 +534,8 @@ def _tail(seg: LogSegment, path: str, hints: IndexHints) -> tuple[int, SegmentWa
     left = (walk.end or 0) - walk.valid_end
     if walk.tail == Tail.PARTIAL and left > HEADER_SIZE_UP_TO_MAGIC:  # a header to judge
         with open(path, "rb") as f:
-            rest = os.pread(f.fileno(), min(left, 2 * DEFAULT_MAX_MESSAGE_BYTES), walk.valid_end)
-        problem = partial_tail_problem(rest, 0, max_batch_size=DEFAULT_MAX_MESSAGE_BYTES)
+            rest = os.pread(f.fileno(), min(left, 2 * max_message_bytes), walk.valid_end)
+        problem = partial_tail_problem(rest, 0, max_batch_size=max_message_bytes)
         if problem is not None:
             walk.tail = Tail.CORRUPT
             walk.error = CorruptRecordError(problem, position=walk.valid_end, path=path)
@@ -546,8 +549,10 @@ def open_partition(
     *,
     fail_on_data_loss: bool,
     data_loss_log: str | None = None,
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
 ) -> PartitionLog:
-    """A partition's segments, start and end offsets, from listings, indexes and tails."""
+    """A partition's segments, start and end offsets, from listings, indexes and tails;
+    ``max_message_bytes`` is the topic's (the largest batch a torn append can have been)."""
     result = load_segments(directory, LogConfig(), SystemClock(), writable=False)
     segments: list[SegmentInfo] = []
     end_damage = None
@@ -560,7 +565,7 @@ def open_partition(
             segments.append(SegmentInfo(seg.base_offset, path, size, seg, hints, times))
             continue
         hints = IndexHints(path, seg, size)
-        result_end, walk = _tail(seg, path, hints)
+        result_end, walk = _tail(seg, path, hints, max_message_bytes)
         if walk.tail in (Tail.PARTIAL, Tail.ZEROS):
             torn_tail(path, walk.valid_end, size, walk.tail)
         elif walk.tail == Tail.CORRUPT:

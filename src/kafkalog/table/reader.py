@@ -105,12 +105,22 @@ def open_selected(options: ReadOptions) -> dict[TopicPartition, PartitionLog]:
         if absent:
             data_loss(f"assigned partitions not in the data directory: {', '.join(absent)}",
                       options.fail_on_data_loss, log_dir=options.data_loss_log)  # fmt: skip
+    from ..log.manager import topic_configs  # the topic's limits; a driver-side import
+    from ..log.verify_tail import DEFAULT_MAX_MESSAGE_BYTES
+
     logs = {}
+    configs = {}  # data directory -> its TopicConfigs (None: unreadable, defaults assumed)
     try:
         for tp in sorted(selected, key=lambda t: (t.topic, t.partition)):
+            data_dir = selected[tp].parent
+            if data_dir not in configs:
+                configs[data_dir] = topic_configs(data_dir)
+            found = configs[data_dir]
+            limit = found.config_for(tp.topic)["max.message.bytes"] if found else None
             logs[tp] = open_partition(
                 tp, selected[tp], fail_on_data_loss=options.fail_on_data_loss,
                 data_loss_log=options.data_loss_log,
+                max_message_bytes=limit or DEFAULT_MAX_MESSAGE_BYTES,
             )  # fmt: skip
     except BaseException:
         for log in logs.values():
