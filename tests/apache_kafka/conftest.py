@@ -203,6 +203,7 @@ class KafkaBroker:
             return "(no server.log)"
 
     def start(self, timeout: float = 120) -> KafkaBroker:
+        """Format ``workdir/data`` for a new single-node cluster and start the broker."""
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.port, self.controller_port = _free_port(), _free_port()
         props = {
@@ -255,12 +256,24 @@ class KafkaBroker:
             cluster_id,
             "--standalone",
         )
+        return self._launch(timeout)
+
+    def restart(self, timeout: float = 120) -> KafkaBroker:
+        """Start a stopped broker again on its data directory, configs and ports (no format)."""
+        if self.proc is not None and self.proc.poll() is None:
+            raise AssertionError("the broker is still running: stop() it first")
+        return self._launch(timeout)
+
+    def _launch(self, timeout: float) -> KafkaBroker:
+        config = self.workdir / "server.properties"
+        log4j2 = self.workdir / "log4j2.properties"
+        log4j1 = self.workdir / "log4j.properties"
         cmd = [self.dist.java, "-Xms256m", "-Xmx768m", "-XX:+UseSerialGC", *UTF8]
         cmd += ["-Djava.awt.headless=true", f"-Dlog4j2.configurationFile={log4j2}"]
         cmd += [f"-Dlog4j.configuration={log4j1.as_uri()}"]
         cmd += [f"-Dkafka.logs.dir={self.workdir}"]
         cmd += ["-cp", str(self.dist.lib / "*"), "kafka.Kafka", str(config)]
-        out = open(self.workdir / "stdout.log", "wb")
+        out = open(self.workdir / "stdout.log", "ab")
         self.proc = subprocess.Popen(
             cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             start_new_session=True,
@@ -305,6 +318,13 @@ class KafkaBroker:
         for f in futures.values():
             f.result(timeout=60)
         # Wait for every partition's leader, so that the first produce does not race election.
+        self.wait_for_leaders(name, partitions)
+
+    def wait_for_leaders(self, name: str, partitions: int) -> None:
+        """Wait until every partition of topic ``name`` has this broker as its leader."""
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 0})
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
             md = admin.list_topics(topic=name, timeout=5).topics.get(name)
@@ -375,6 +395,13 @@ def kafka_dist() -> KafkaDist:
 
 def start_broker(dist: KafkaDist, workdir: Path, **configs: str) -> KafkaBroker:
     return KafkaBroker(dist, workdir, configs=dict(configs)).start()
+
+
+@pytest.fixture(scope="session")
+def broker_factory(kafka_dist: KafkaDist):
+    """``start_broker`` bound to ``kafka_dist``: ``broker_factory(workdir, **configs)`` formats
+    and starts a broker of one's own (to stop, change its data directory and ``restart()``)."""
+    return functools.partial(start_broker, kafka_dist)
 
 
 @pytest.fixture(scope="session")

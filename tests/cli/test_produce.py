@@ -131,9 +131,11 @@ def test_idempotent_sequences_continue_across_runs(tmp_path, capsysbinary):
         assert b.base_sequence == expected_seq
         expected_seq += len(b.records)
     assert expected_seq == 10
-    # without --producer-id: a fresh id above every id already in the directory
-    main_in_process(capsysbinary, "produce", data, "-t", "i", "--idempotent", "--file", src)
-    assert kp_batches(data / "i-0")[-1].producer_id == 8
+    # without --producer-id: a fresh id from 2^62 up (ids a KRaft controller never hands out),
+    # above every id already there in that range
+    for expected in (1 << 62, (1 << 62) + 1):
+        main_in_process(capsysbinary, "produce", data, "-t", "i", "--idempotent", "--file", src)
+        assert kp_batches(data / "i-0")[-1].producer_id == expected
 
 
 def _control_types(batches) -> list[tuple[int, int]]:
@@ -198,7 +200,7 @@ def test_bad_line_aborts_the_transaction(tmp_path, capsysbinary):
     result = main_in_process(capsysbinary, "produce", data, "-t", "t", "--file", src,
                              "--transaction", "commit", status=1)  # fmt: skip
     assert "line 2: a record must be a JSON object" in result.stderr
-    assert _control_types(kp_batches(data / "t-0")) == [(0, 0)]  # ABORT
+    assert _control_types(kp_batches(data / "t-0")) == [(1 << 62, 0)]  # ABORT
 
 
 def test_usage_and_io_errors(tmp_path, capsysbinary):

@@ -366,6 +366,24 @@ def test_a_malformed_clean_shutdown_marker_still_means_a_clean_shutdown(tmp_path
     assert (tmp_path / ".kafka_cleanshutdown").exists()
 
 
+def test_the_broker_epoch_of_the_marker_found_is_written_back(tmp_path: Path) -> None:
+    """A KRaft broker registers with the epoch its marker holds (KIP-966): a kafkalog writer in
+    between keeps it, so the controller still sees a clean shutdown."""
+    clock = MockClock(now_ms=T0)
+    with LogManager(tmp_path, writable=True, clock=clock) as manager:
+        manager.create_topic("orders", 1)
+    marker = tmp_path / ".kafka_cleanshutdown"
+    marker.write_text('{"version":0,"brokerEpoch":42}')  # as Kafka writes it
+    with LogManager(tmp_path, writable=True, clock=clock) as manager:
+        assert not marker.exists()
+        manager.get_log(TopicPartition("orders", 0)).append_as_leader(client_batch([b"v"]))
+    assert marker.read_text() == '{"version":0,"brokerEpoch":42}'
+    marker.write_text("")  # a pre-3.6 broker's: stays empty
+    with LogManager(tmp_path, writable=True, clock=clock):
+        pass
+    assert marker.read_text() == ""
+
+
 # -- the lock of the data directory that really holds a partition (symlinks) -----------------------
 def _symlinked(tmp_path: Path) -> tuple[Path, Path]:
     """DATA with a topic, and other/ holding ``t-0`` as a symlink to DATA/t-0."""

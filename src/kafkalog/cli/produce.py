@@ -116,7 +116,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     )  # fmt: skip
     prod.add_argument(
         "--producer-id", type=int, metavar="ID",
-        help="the producer id (implies --idempotent; default: one above every id in the dir)",
+        help="the producer id (implies --idempotent; default: one above every id in the dir, "
+        "from 2^62 up)",
     )  # fmt: skip
     prod.add_argument(
         "--producer-epoch", type=int, metavar="N",

@@ -47,6 +47,11 @@ def internal_topic_refusal(topic: str) -> str | None:
 _SEQUENCE_WRAP = 1 << 31  # sequences run 0 .. Int.MAX, then start again at 0
 _KEY_CACHE_SIZE = 100_000
 _RECORD_OVERHEAD = 21  # a record's framing besides key, value and headers (an estimate)
+# Default producer ids come from here up. A KRaft controller hands out ids from 0 in blocks of
+# 1000 (and kafkalog's server from 0 too) and never gets near, so a broker started on the
+# directory never gives one of its producers an id whose sequences kafkalog wrote: it would
+# take that producer's first batches for duplicates and drop them.
+DEFAULT_PRODUCER_IDS = 1 << 62
 
 
 @dataclass
@@ -99,10 +104,14 @@ class PartitionWriter:
 
     # -- producer identity ------------------------------------------------------------------
     def _new_producer_id(self) -> int:
+        """One above the ids the directory's producer states hold in kafkalog's range."""
         ids = [
-            pid for log in self.manager.logs.values() for pid in log.producer_state.active_producers
+            pid
+            for log in self.manager.logs.values()
+            for pid in log.producer_state.active_producers
+            if pid >= DEFAULT_PRODUCER_IDS
         ]
-        return max(ids, default=-1) + 1
+        return max(ids, default=DEFAULT_PRODUCER_IDS - 1) + 1
 
     def _current_epoch(self) -> int:
         epochs = [

@@ -139,6 +139,8 @@ class LogManager:
         self._locked: set[Path] = set()  # the real directories whose locks are held
         self._topic_configs: dict[str, dict[str, str]] = {}
         self._topic_ids: dict[str, uuid.UUID] = {}
+        # the broker epoch of each data directory's clean-shutdown marker, kept for close()
+        self._broker_epochs: dict[Path, int | None] = {}
         for d in self.data_dirs:
             if not d.is_dir():
                 if not create:
@@ -205,10 +207,12 @@ class LogManager:
                 had_clean_shutdown = marker.exists() or not any(p.is_dir() for p in d.iterdir())
                 if marker.exists():
                     # Kafka's LogManager goes by the marker's existence alone; its broker epoch
-                    # is read apart, and a malformed one only logged: a warning here.
+                    # is read apart, and a malformed one only logged: a warning here. The epoch
+                    # is written back on close: a KRaft broker registers with it, and without
+                    # it the controller takes the restart for an unclean one (KIP-966).
                     try:
                         with nesting_guard(marker):
-                            read_clean_shutdown(marker)
+                            self._broker_epochs[d] = read_clean_shutdown(marker)
                     except KafkalogError as e:
                         self.warnings.append(f"{e}: the marker counts (a clean shutdown)")
                     os.unlink(marker)
@@ -451,7 +455,8 @@ class LogManager:
                 log.close()
             if self.writable:
                 for d in self.data_dirs:
-                    write_clean_shutdown(d / CLEAN_SHUTDOWN_FILE_NAME, None)
+                    epoch = self._broker_epochs.get(d)
+                    write_clean_shutdown(d / CLEAN_SHUTDOWN_FILE_NAME, epoch)
         finally:
             self._unlock()
 
@@ -460,6 +465,7 @@ class LogManager:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
 
 class TopicConfigs(LogManager):
     """The topic configs of data directories as a LogManager finds them (KRaft metadata,
