@@ -55,6 +55,9 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.options = options
         self._target: dict | None = None
         self._last_batch = time.monotonic()
+        # what the last latestOffset() found available (before any read limit), reported by
+        # reportLatestOffset() as Spark's KafkaMicroBatchStream reports latestPartitionOffsets
+        self._latest_available: dict | None = None
 
     def _ends(self) -> dict[TopicPartition, tuple[int, int]]:
         """(log start offset, readable end) of every selected partition now."""
@@ -102,7 +105,13 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._target = _as_json({tp: end for tp, (_, end) in self._ends().items()})
 
     def reportLatestOffset(self):
-        return _as_json({tp: end for tp, (_, end) in self._ends().items()})
+        """The offsets the last latestOffset() found available, before any read limit (with
+        trigger(availableNow=True), those fixed at the start), as Spark's Kafka source reports
+        them: the query progress's ``sources[].latestOffset``, which with ``endOffset`` gives
+        the lag (:func:`kafkalog.spark.lag_metrics`)."""
+        if self._latest_available is None:  # not asked for offsets yet: what is there now
+            return _as_json({tp: end for tp, (_, end) in self._ends().items()}) or None
+        return self._latest_available or None
 
     def latestOffset(self, start: dict, limit) -> dict:
         begin = _from_json(start)
@@ -112,6 +121,7 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 ends.setdefault(tp, (lso, min(e, lso)))
         else:
             ends = self._ends()
+        self._latest_available = _as_json({tp: end for tp, (_, end) in ends.items()})
         latest = {}
         for tp, (log_start, end) in ends.items():
             frm = begin.get(tp, log_start)
