@@ -179,3 +179,30 @@ def test_top_level_name_is_lazy():
     assert kafkalog.open_data_dir is kafkalog.arrow.open_data_dir
     code = "import sys, kafkalog; assert 'pyarrow' not in sys.modules; kafkalog.open_data_dir"
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_reading_imports_no_pandas(tmp_path) -> None:
+    """pyarrow imports pandas (0.2 s) when numpy arrays and Arrow arrays are converted the easy
+    way; a fresh Spark worker would pay it for every first read. Headers included."""
+    import subprocess
+    import sys
+
+    from kafkalog.format import MemoryRecordsBuilder
+    from kafkalog.log.manager import LogManager
+    from kafkalog.log.naming import TopicPartition
+
+    with LogManager(tmp_path, writable=True, create=True) as manager:
+        manager.create_topic("t", 1, {})
+        b = MemoryRecordsBuilder()
+        b.append(timestamp=1, key=b"k", value=b"v", headers=[("h", b"x")])
+        b.append(timestamp=2, key=b"k", value=b"w")
+        manager.get_log(TopicPartition("t", 0)).append_as_leader(b.build())
+    code = (
+        "import sys\n"
+        "from kafkalog.arrow import open_data_dir\n"
+        f"t = open_data_dir({str(tmp_path)!r}, options={{'includeHeaders': 'true'}}).read_all()\n"
+        "assert t.num_rows == 2, t.num_rows\n"
+        "print('pandas' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
