@@ -29,6 +29,12 @@ import logging
 import sys
 from typing import TYPE_CHECKING
 
+try:
+    import pyspark  # noqa: F401  (an extra: say how to get it)
+except ModuleNotFoundError as e:
+    raise ModuleNotFoundError(
+        "kafkalog's Spark data source needs pyspark: pip install 'kafkalog[spark]'", name="pyspark"
+    ) from e
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceReader,
