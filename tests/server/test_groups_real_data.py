@@ -50,7 +50,10 @@ def _str16(buf: bytes, pos: int) -> tuple[str, int]:
 
 
 def expected_offsets(data_dir: Path) -> tuple[dict, set[str]]:
-    """Last committed offset per (group, topic, partition) and groups with live metadata."""
+    """Last committed offset per (group, topic, partition), and the groups a coordinator holds
+    after replaying: those with live metadata, and those an offset commit created after their
+    last metadata tombstone (Kafka's OffsetMetadataManager.replay recreates such "simple" groups;
+    only a group tombstone removes them)."""
     offsets, groups = {}, {}
     for part in sorted(data_dir.glob("__consumer_offsets-*")):
         for log in sorted(part.glob("*.log")):
@@ -68,6 +71,8 @@ def expected_offsets(data_dir: Path) -> tuple[dict, set[str]]:
                         if record.value is None:
                             offsets.pop((group, topic, partition), None)
                         else:
+                            if not groups.get(group):
+                                groups[group] = True
                             value = bytes(record.value)
                             offsets[(group, topic, partition)] = struct.unpack_from(">q", value, 2)[
                                 0

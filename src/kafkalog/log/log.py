@@ -464,18 +464,31 @@ class Log:
         if timestamp == LATEST_TIMESTAMP:
             return TimestampAndOffset(NO_TIMESTAMP, self._log_end_offset)
         if timestamp == MAX_TIMESTAMP:
-            best = TimestampAndOffset(NO_TIMESTAMP, -1)
-            for segment in self.segments:
-                found = segment.log.largest_timestamp_after(0)
-                if found.timestamp > best.timestamp:
-                    best = found
-            return best if best.offset >= 0 else None
+            return self._max_timestamp_offset()
         for segment in self.segments:
             if segment.largest_timestamp() >= timestamp:
                 found = segment.find_offset_by_timestamp(timestamp, self.log_start_offset)
                 if found is not None:
                     return found
         return None
+
+    def _max_timestamp_offset(self) -> TimestampAndOffset | None:
+        """The max-timestamp spec (-3, KIP-734) as Kafka 3.8+ answers it
+        (UnifiedLog.fetchOffsetByTimestamp): the first segment holding the largest timestamp,
+        the first batch there whose max timestamp it is, and that batch's first record carrying
+        it (RecordBatch.offsetOfMaxTimestamp): of the records sharing the largest timestamp, the
+        first. Kafka looks neither at the log start offset nor past that segment, and neither
+        does this. None for a log without timestamps."""
+        best, best_timestamp = None, NO_TIMESTAMP
+        for segment in self.segments:
+            largest = segment.max_timestamp_so_far()
+            if largest > best_timestamp:  # strictly: the first segment reaching it
+                best, best_timestamp = segment, largest
+        if best is None:
+            return None
+        # The first record at or past the largest timestamp is the first carrying it (none in
+        # the segment is larger); the segment's time index takes the search to its batch.
+        return best.find_offset_by_timestamp(best_timestamp, best.base_offset)
 
     # -- truncation and retention ------------------------------------------------------------------
     def truncate_to(self, offset: int) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
+from . import messages_admin as ma
 from . import messages_broker as mb
 from . import messages_coordinator as mc
 from .errors import InvalidRequestError, ProtocolError, UnsupportedVersionError
@@ -47,6 +48,7 @@ class ApiKey:
     API_VERSIONS = 18
     CREATE_TOPICS = 19
     DELETE_TOPICS = 20
+    DELETE_RECORDS = 21
     INIT_PRODUCER_ID = 22
     OFFSET_FOR_LEADER_EPOCH = 23
     ADD_PARTITIONS_TO_TXN = 24
@@ -54,6 +56,9 @@ class ApiKey:
     END_TXN = 26
     TXN_OFFSET_COMMIT = 28
     DESCRIBE_CONFIGS = 32
+    ALTER_CONFIGS = 33
+    CREATE_PARTITIONS = 37
+    DELETE_GROUPS = 42
     INCREMENTAL_ALTER_CONFIGS = 44
     DESCRIBE_TRANSACTIONS = 65
     LIST_TRANSACTIONS = 66
@@ -61,7 +66,7 @@ class ApiKey:
 
 def _pairs() -> dict[int, tuple[Message, Message]]:
     found: dict[int, dict[str, Message]] = {}
-    for module in (mb, mc):
+    for module in (mb, mc, ma):
         for name, value in vars(module).items():
             if isinstance(value, Message):
                 kind = "request" if name.endswith("_REQUEST") else "response"

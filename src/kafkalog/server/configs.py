@@ -1,4 +1,6 @@
-"""DescribeConfigs and IncrementalAlterConfigs for topics (and a read-only view of the broker).
+"""DescribeConfigs, IncrementalAlterConfigs and the legacy AlterConfigs for topics (and a
+read-only view of the broker). The legacy AlterConfigs replaces a topic's whole set of overrides:
+what it does not name goes back to the default, as Kafka applies it.
 
 Topic configs are the log layer's: Kafka's defaults, overridden per topic (KRaft metadata or the
 data directory's topics file). Sources are Kafka's: TOPIC_CONFIG for an override, DEFAULT_CONFIG
@@ -6,6 +8,8 @@ otherwise; the broker's own settings are STATIC_BROKER_CONFIG, fixed at start.
 """
 
 from __future__ import annotations
+
+from collections import Counter
 
 from ..errors import KafkalogError
 from ..log.config import LOG_CONFIG_DEFS, LogConfig
@@ -17,6 +21,9 @@ from .handlers import Handler, RequestContext
 __all__ = ["describe_topic_configs", "handlers"]
 
 TOPIC, BROKER = 2, 4  # ConfigResource.Type
+_RESOURCE_TYPES = frozenset(
+    {2, 4, 8, 16, 32}
+)  # topic, broker, broker logger, client metrics, group
 TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5  # ConfigSource
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3  # AlterConfigOp.OpType
 _CONFIG_TYPES = {"boolean": 1, "string": 2, "int": 3, "long": 5, "double": 6, "list": 7}
@@ -167,7 +174,62 @@ def handlers(broker: Broker) -> dict[int, Handler]:
             responses.append(entry)
         return {"responses": responses}
 
+    async def alter_configs(ctx: RequestContext, request: dict) -> dict:
+        """The legacy AlterConfigs: each resource's configs become exactly those given (a null
+        value, or a name left out, goes back to the default), as Kafka's controller applies it
+        (ConfigurationControlManager.legacyAlterConfigs); duplicates as ControllerApis."""
+        keys = [(r["resource_type"], r["resource_name"]) for r in request["resources"]]
+        counts = Counter(keys)
+        responses, wanted, reported = [], [], set()
+        for res, key in zip(request["resources"], keys):
+            entry = {"resource_type": key[0], "resource_name": key[1]}
+            if key[0] not in _RESOURCE_TYPES:
+                responses.append({**entry, "error_code": ec.UNSUPPORTED_VERSION,
+                                  "error_message": f"Unknown resource type {key[0]}."})  # fmt: skip
+            elif counts[key] > 1:
+                if key not in reported:  # once per duplicated resource, which is not altered
+                    reported.add(key)
+                    responses.append({**entry, "error_code": ec.INVALID_REQUEST,
+                                      "error_message": "Duplicate resource."})  # fmt: skip
+            else:
+                wanted.append(res)
+        for res in wanted:
+            kind, name = res["resource_type"], res["resource_name"]
+            entry = {"resource_type": kind, "resource_name": name}
+            code, message = _replace_topic_configs(broker, kind, name, res["configs"],
+                                                   request["validate_only"])  # fmt: skip
+            responses.append({**entry, "error_code": code, "error_message": message})
+        return {"responses": responses}
+
     return {
         ApiKey.DESCRIBE_CONFIGS: describe_configs,
         ApiKey.INCREMENTAL_ALTER_CONFIGS: incremental_alter_configs,
+        ApiKey.ALTER_CONFIGS: alter_configs,
     }
+
+
+def _replace_topic_configs(
+    broker: Broker, kind: int, name: str, configs: list[dict], validate_only: bool
+) -> tuple[int, str | None]:
+    """One resource of a legacy AlterConfigs: the configs validated as a whole, then the
+    topic's existence checked (Kafka's validateAlterConfig order), then the overrides replaced."""
+    if kind != TOPIC:
+        return ec.INVALID_REQUEST, "Only topic configs can be altered"
+    given = {c["name"]: c["value"] for c in configs}  # a name given twice: the last wins
+    new = {k: v for k, v in given.items() if v is not None}
+    unknown = [n for n in new if n not in LOG_CONFIG_DEFS]
+    if unknown:
+        return ec.INVALID_CONFIG, f"Unknown topic config name: {unknown[0]}"
+    try:
+        LogConfig(new)
+    except KafkalogError as e:
+        return ec.INVALID_CONFIG, e.message
+    if name not in broker.log_manager.topics():
+        return ec.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist."
+    if _from_kraft_metadata(broker, name):
+        message = (f"The configs of topic {name} come from this directory's KRaft metadata "
+                   "log, which this server does not write")  # fmt: skip
+        return ec.INVALID_CONFIG, message
+    if not validate_only:
+        broker.log_manager.alter_topic_configs(name, new)
+    return ec.NONE, None

@@ -5,8 +5,8 @@ uses the partition count they already have, so a data directory from a real brok
 keys where that broker put them), replays both, finishes any transaction a crash left between
 its Prepare record and its markers, registers the handlers (8 OffsetCommit, 9 OffsetFetch,
 11 JoinGroup, 12 Heartbeat, 13 LeaveGroup, 14 SyncGroup, 15 DescribeGroups, 16 ListGroups,
-22 InitProducerId, 24 AddPartitionsToTxn, 25 AddOffsetsToTxn, 26 EndTxn, 28 TxnOffsetCommit,
-65 DescribeTransactions, 66 ListTransactions)
+42 DeleteGroups, 22 InitProducerId, 24 AddPartitionsToTxn, 25 AddOffsetsToTxn, 26 EndTxn,
+28 TxnOffsetCommit, 65 DescribeTransactions, 66 ListTransactions)
 and starts one background task for the timeouts (sessions, rebalances, transactions).
 
 Settings come from the broker config's attributes ``offsets_topic_num_partitions`` and
@@ -26,6 +26,7 @@ import logging
 from dataclasses import dataclass, fields
 
 from ..log.manager import INTERNAL_TOPIC_CONFIGS
+from .group_delete import delete_groups
 from .group_describe import describe_groups, list_groups
 from .group_load import load_groups
 from .group_log import CoordinatorLog
@@ -178,6 +179,7 @@ async def install(broker) -> Coordinators:
         (14, groups.sync_group),
         (15, lambda ctx, req: describe_groups(groups, ctx, req)),
         (16, lambda ctx, req: list_groups(groups, ctx, req)),
+        (42, lambda ctx, req: delete_groups(offsets, ctx, req)),
         (22, transactions.init_producer_id),
         (24, transactions.add_partitions_to_txn),
         (25, transactions.add_offsets_to_txn),

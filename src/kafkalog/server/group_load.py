@@ -8,7 +8,8 @@ timeout aborts it). A group stored with members comes back Stable with every mem
 timer running: members that are still alive heartbeat and carry on, the others expire and the
 group rebalances. Records we cannot read (a newer version, a consumer-group record of KIP-848,
 a damaged value) are skipped with a warning naming partition and offset: they belong to
-features this coordinator does not run, and skipping them loses nothing it serves.
+features this coordinator does not run, and skipping them loses nothing it serves. A group known
+only from its offset commits comes back Empty, as Kafka recreates such "simple" groups.
 """
 
 from __future__ import annotations
@@ -73,6 +74,12 @@ def _replay(offsets: GroupOffsets, partition: int, record) -> None:
             _log.warning("skipping unreadable offset commit in %s: %s", where, value.error)
             return
         v = value.data
+        # A group that only commits offsets (assign and commit, admin tools) has no group
+        # metadata record: as Kafka's OffsetMetadataManager.replay, it comes back a "simple"
+        # group, Empty and without a protocol type, which ListGroups and DescribeGroups show.
+        groups = offsets.coordinator.groups
+        if group_id not in groups:
+            groups[group_id] = ClassicGroup(group_id)
         expire = v["expireTimestamp"] if v["expireTimestamp"] >= 0 else None
         entry = OffsetAndMetadata(v["offset"], v["leaderEpoch"], v["metadata"],
                                   v["commitTimestamp"], expire, record.offset)  # fmt: skip

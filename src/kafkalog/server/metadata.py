@@ -21,10 +21,24 @@ __all__ = ["api_versions_body", "handlers"]
 log = logging.getLogger("kafkalog.server")
 
 
+# Kafka 4.0 advertises Produce from v0 though it serves v3+ only (KAFKA-18659, ApiKeys'
+# PRODUCE_API_VERSIONS_RESPONSE_MIN_VERSION): librdkafka before 2.11.1 (2.0.x as Debian 12 ships it)
+# enables gzip, snappy and lz4 only when the broker lists Produce v0..v2, else it sends those
+# batches uncompressed. Clients pick the highest version both sides know, so none ends up asking
+# for v0-v2; one that does has its connection closed, as Kafka's SocketServer does
+# (Processor.parseRequestHeader: UnsupportedVersionException, the channel closed unanswered).
+_ADVERTISED_MIN_VERSION = {ApiKey.PRODUCE: 0}
+
+
 def api_versions_body(broker: Broker, error_code: int = ec.NONE) -> dict:
-    """Exactly the APIs with a handler, at the versions our schema tables speak."""
+    """Exactly the APIs with a handler, at the versions our schema tables speak (Produce from
+    v0, as Kafka 4.0 advertises it: see ``_ADVERTISED_MIN_VERSION``)."""
     keys = [
-        {"api_key": key, "min_version": req.versions[0], "max_version": req.versions[1]}
+        {
+            "api_key": key,
+            "min_version": _ADVERTISED_MIN_VERSION.get(key, req.versions[0]),
+            "max_version": req.versions[1],
+        }
         for key, (req, _) in MESSAGES.items()
         if key in broker.handlers
     ]

@@ -1,9 +1,10 @@
 """ListOffsets and OffsetForLeaderEpoch: where a consumer starts and how it checks its position.
 
 ListOffsets answers earliest (-2), latest (-1, the last stable offset for read_committed), max
-timestamp (-3) and the first offset whose timestamp is at or after a given time, from the time
-indexes. OffsetForLeaderEpoch answers from each partition's leader-epoch cache, which clients
-use to detect a log that diverged from what they read (KIP-320).
+timestamp (-3: the first of the records sharing the largest timestamp, as Kafka 3.8+ answers) and
+the first offset whose timestamp is at or after a given time, from the time indexes.
+OffsetForLeaderEpoch answers from each partition's leader-epoch cache, which clients use to
+detect a log that diverged from what they read (KIP-320).
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""CreateTopics and DeleteTopics. One node: a replication factor other than 1 (or -1, the
-default) is refused with INVALID_REPLICATION_FACTOR, as a one-broker Kafka cluster does.
+"""CreateTopics, DeleteTopics and CreatePartitions. One node: a replication factor other than 1
+(or -1, the default) is refused with INVALID_REPLICATION_FACTOR, as a one-broker Kafka cluster
+does, and a manual assignment naming another broker with INVALID_REPLICA_ASSIGNMENT.
 
 A topic's partitions are created by worker threads, a chunk at a time, and registered on the
 event loop's thread, which serves other clients in between: 10,000 partitions take seconds of
@@ -7,7 +8,8 @@ file creation and fsyncs, which must not stall every producer and consumer meanw
 completes or leaves nothing: on a failure (a full disk, a file system error) what was created is
 removed and the topic gets the error code, as Kafka's controller creates a topic in one
 metadata record or not at all.
-DeleteTopics of a topic being created waits for its creation to end.
+CreatePartitions grows a topic the same way, and a failure removes the new partitions only.
+DeleteTopics of a topic being created or grown waits for that to end.
 """
 
 from __future__ import annotations
@@ -57,7 +59,26 @@ def _open_partition(directory: Path, config: LogConfig, clock, topic_id: uuid.UU
 
 async def create_partitions(broker: Broker, name: str, partitions: int, configs: dict) -> None:
     """Create topic ``name`` with ``partitions`` partitions; on any failure (or cancellation)
-    remove what was created, then raise.
+    remove what was created, then raise (:func:`_open_partitions` says how they are made)."""
+    manager = broker.log_manager
+    done = asyncio.Event()
+    broker.creating_topics[name] = done
+    try:
+        manager.create_topic(name, 0, configs)  # the configs and topic id, no partition yet
+        await _open_partitions(broker, name, 0, partitions)
+    except BaseException:
+        _remove_partial_topic(broker, name, partitions)
+        raise
+    finally:
+        broker.topics_changed()
+        del broker.creating_topics[name]
+        done.set()
+
+
+async def _open_partitions(broker: Broker, name: str, first: int, end: int) -> None:
+    """Create partitions ``first`` to ``end - 1`` of topic ``name``, whose configs and topic id
+    the log manager already records; raise on the first failure, the partitions that were made
+    registered (the caller removes them).
 
     The files are created by worker threads, :data:`CREATE_CHUNK` partitions at a time, and
     each chunk registered with the log manager on the event loop's thread, which serves other
@@ -65,19 +86,16 @@ async def create_partitions(broker: Broker, name: str, partitions: int, configs:
     workers). New partitions go to the data directory holding the fewest, as the manager's.
     """
     manager = broker.log_manager
-    done = asyncio.Event()
-    broker.creating_topics[name] = done
     pending: list[concurrent.futures.Future] = []
     try:
-        manager.create_topic(name, 0, configs)  # the configs and topic id, no partition yet
         topic_id = manager.topic_id(name)
         config = manager.config_for(name)
         counts = Counter({d: 0 for d in manager.data_dirs})
         counts.update(manager.log_dir_of.values())
         with concurrent.futures.ThreadPoolExecutor(CREATE_WORKERS, "create-topic") as workers:
-            for first in range(0, partitions, CREATE_CHUNK):
+            for chunk_first in range(first, end, CREATE_CHUNK):
                 chunk = []
-                for partition in range(first, min(partitions, first + CREATE_CHUNK)):
+                for partition in range(chunk_first, min(end, chunk_first + CREATE_CHUNK)):
                     tp = TopicPartition(name, partition)
                     target = min(manager.data_dirs, key=lambda d: counts[d])
                     counts[target] += 1
@@ -108,12 +126,43 @@ async def create_partitions(broker: Broker, name: str, partitions: int, configs:
         for future in pending:
             if not future.cancelled() and future.exception() is None:
                 future.result().close()
-        _remove_partial_topic(broker, name, partitions)
+        raise
+
+
+async def add_partitions(broker: Broker, name: str, count: int) -> None:
+    """CreatePartitions: grow topic ``name`` to ``count`` partitions, with its configs and topic
+    id; on any failure (or cancellation) the new partitions are removed, the old untouched."""
+    existing = len(broker.log_manager.topics()[name])
+    done = asyncio.Event()
+    broker.creating_topics[name] = done
+    try:
+        await _open_partitions(broker, name, existing, count)
+    except BaseException:
+        _remove_partitions(broker, name, existing, count)
         raise
     finally:
         broker.topics_changed()
         del broker.creating_topics[name]
         done.set()
+
+
+def _remove_partitions(broker: Broker, name: str, first: int, end: int) -> None:
+    """Undo a growth that failed: partitions ``first`` to ``end - 1``, registered or half-made."""
+    manager = broker.log_manager
+    for partition in range(first, end):
+        tp = TopicPartition(name, partition)
+        manager.log_dir_of.pop(tp, None)
+        partition_log = manager.logs.pop(tp, None)
+        if partition_log is not None:
+            try:
+                partition_log.close()
+            except Exception:
+                log.exception("closing the partly created partition %s failed", tp)
+        for data_dir in manager.data_dirs:
+            leftover = data_dir / log_dir_name(tp)
+            if leftover.exists():
+                shutil.rmtree(leftover, ignore_errors=True)
+    gc.unfreeze()
 
 
 def _remove_partial_topic(broker: Broker, name: str, partitions: int) -> None:
@@ -206,6 +255,70 @@ async def _create_one(broker: Broker, topic: dict, validate_only: bool) -> dict:
     }
 
 
+def _assignment_problem(broker: Broker, replicas: list[int]) -> str | None:
+    """Kafka's validateManualPartitionAssignment for one new partition's sorted replicas."""
+    prefix = "The manual partition assignment includes"
+    if not replicas:
+        return f"{prefix} an empty replica list."
+    for i, broker_id in enumerate(replicas):
+        if broker_id != broker.node_id:
+            return f"{prefix} broker {broker_id}, but no such broker is registered."
+        if i and broker_id == replicas[i - 1]:
+            return f"{prefix} the broker {broker_id} more than once."
+    return None
+
+
+async def _grow_one(broker: Broker, topic: dict, validate_only: bool) -> dict:
+    """One topic of a CreatePartitions, with the checks of Kafka's controller
+    (ReplicationControlManager.createPartitions and validateManualPartitionAssignment)."""
+    name, count, assignments = topic["name"], topic["count"], topic["assignments"]
+    out = {"name": name, "error_code": ec.NONE, "error_message": None}
+
+    def fail(code: int, message: str | None) -> dict:
+        return {**out, "error_code": code, "error_message": message}
+
+    # A creation or growth under way: judge what it leaves. (From here to add_partitions nothing
+    # awaits, so no other growth of the topic can start in between.)
+    while (creating := broker.creating_topics.get(name)) is not None:
+        await creating.wait()
+    existing = len(broker.log_manager.topics().get(name, []))
+    if not existing:
+        return fail(ec.UNKNOWN_TOPIC_OR_PARTITION, None)
+    if count == existing:
+        return fail(ec.INVALID_PARTITIONS, f"Topic already has {existing} partition(s).")
+    if count < existing:
+        return fail(ec.INVALID_PARTITIONS, f"The topic {name} currently has {existing} "
+                    f"partition(s); {count} would not be an increase.")  # fmt: skip
+    additional = count - existing
+    if assignments is not None:
+        if len(assignments) != additional:
+            return fail(ec.INVALID_REPLICA_ASSIGNMENT, f"Attempted to add {additional} "
+                        f"additional partition(s), but only {len(assignments)} assignment(s) "
+                        "were specified.")  # fmt: skip
+        for assignment in assignments:
+            problem = _assignment_problem(broker, sorted(assignment["broker_ids"]))
+            if problem is not None:
+                return fail(ec.INVALID_REPLICA_ASSIGNMENT, problem)
+    if count > MAX_PARTITIONS_PER_TOPIC:
+        return fail(ec.INVALID_PARTITIONS,
+                    f"Number of partitions {count} is above this server's limit of "
+                    f"{MAX_PARTITIONS_PER_TOPIC} per topic.")  # fmt: skip
+    if validate_only:
+        return out
+    try:
+        await add_partitions(broker, name, count)
+    except KafkalogError as e:
+        return fail(ec.code_of(e), e.message)
+    except OSError as e:
+        log.error("adding partitions to %s failed (none of them is left): %s", name, e)
+        return fail(ec.code_of(e), f"Creating the new partitions failed: {e}")
+    except Exception as e:
+        log.exception("adding partitions to %s failed (none of them is left)", name)
+        return fail(ec.UNKNOWN_SERVER_ERROR, f"{type(e).__name__}: {e}")
+    log.info("topic %s grew from %d to %d partitions", name, existing, count)
+    return out
+
+
 def handlers(broker: Broker) -> dict[int, Handler]:
     async def create_topics(ctx: RequestContext, request: dict) -> dict:
         names = Counter(t["name"] for t in request["topics"])
@@ -254,4 +367,27 @@ def handlers(broker: Broker) -> dict[int, Handler]:
                 responses.append({**entry, "error_code": ec.NONE})
         return {"responses": responses}
 
-    return {ApiKey.CREATE_TOPICS: create_topics, ApiKey.DELETE_TOPICS: delete_topics}
+    async def create_partitions(ctx: RequestContext, request: dict) -> dict:
+        names = Counter(t["name"] for t in request["topics"])
+        # As Kafka's ControllerApis: a name given twice is refused once, and not grown.
+        duplicates = [
+            {
+                "name": name,
+                "error_code": ec.INVALID_REQUEST,
+                "error_message": "Duplicate topic name.",
+            }
+            for name, n in names.items()
+            if n > 1
+        ]
+        grown = [
+            await _grow_one(broker, t, request["validate_only"])
+            for t in request["topics"]
+            if names[t["name"]] == 1
+        ]
+        return {"results": duplicates + grown}
+
+    return {
+        ApiKey.CREATE_TOPICS: create_topics,
+        ApiKey.DELETE_TOPICS: delete_topics,
+        ApiKey.CREATE_PARTITIONS: create_partitions,
+    }
