@@ -28,6 +28,7 @@ COMMANDS: dict[str, str] = {
     "retention": "retention",
     "stats": "stats",
     "transactions": "transactions",
+    "make-bootable": "make_bootable",
 }
 
 EXIT_OK = 0
