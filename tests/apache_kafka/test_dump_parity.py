@@ -82,12 +82,15 @@ TXN_STATES = {
 
 
 def _transaction_status_name(kafka: str, ours: str) -> tuple[str, str]:
-    """Item 8: kafkalog prints transactionStatus as its number (as 4.1-4.3), 4.4 by its name."""
+    """Item 8: kafkalog prints transactionStatus by its name (as 4.4), 4.1-4.3 its number."""
 
     def number(m: re.Match) -> str:
         return f'"transactionStatus":{TXN_STATES.get(m.group(1), m.group(0))}'
 
-    return re.sub(r'"transactionStatus":"(\w+)"', number, kafka), ours
+    def numbers(text: str) -> str:
+        return re.sub(r'"transactionStatus":"(\w+)"', number, text)
+
+    return numbers(kafka), numbers(ours)
 
 
 def _transaction_log_text(kafka: str, ours: str) -> tuple[str, str]:
@@ -104,18 +107,46 @@ def _replacement_runs(kafka: str, ours: str) -> tuple[str, str]:
 
 
 def _legacy_crc_brace(kafka: str, ours: str) -> tuple[str, str]:
-    """Item 15: 4.3+ end legacy (magic 0/1) record lines without the stray ``}``."""
-    if " crc: " in kafka and ours == kafka + "}":
-        return kafka, kafka
+    """Item 15: up to 4.2 legacy (magic 0/1) record lines end with a stray ``}`` (kafkalog and
+    4.3+ without it)."""
+    if " crc: " in kafka and kafka == ours + "}":
+        return ours, ours
+    return kafka, ours
+
+
+def _time_index_not_found(kafka: str, ours: str) -> tuple[str, str]:
+    """Item 15: up to 4.2 ``... not found in the log.``, kafkalog and 4.3+ ``... in :FILE``."""
+    old = "The following indexed offsets are not found in the log."
+    if kafka == old and ours.startswith("The following indexed offsets are not found in :"):
+        return ours, ours
+    return kafka, ours
+
+
+def _snapshot_trailing_space(kafka: str, ours: str) -> tuple[str, str]:
+    """Item 15: up to 4.2 a producer snapshot's lines end with a space (kafkalog and 4.3+
+    without it)."""
+    if kafka.startswith("producerId: ") and kafka == ours + " ":
+        return ours, ours
+    return kafka, ours
+
+
+def _skipped_metadata_bar(kafka: str, ours: str) -> tuple[str, str]:
+    """Item 15: under --skip-record-metadata up to 4.2 print `` payload:`` where kafkalog and
+    4.3+ print ``| payload:``."""
+    if kafka.startswith(" payload: ") and ours == "|" + kafka:
+        return ours, ours
     return kafka, ours
 
 
 DOCUMENTED = (
     _leader_change,
+    _snapshot_trailing_space,
+    _skipped_metadata_bar,
     _transaction_status_name,
     _transaction_log_text,
     _replacement_runs,
     _legacy_crc_brace,
+    _time_index_not_found,
 )
 
 

@@ -223,7 +223,7 @@ def _record_line(b, r, magic: int, ts_type: str, print_data: bool) -> str:
         keys = ",".join(k for k, _ in r.headers)
         line += f" sequence: {sequence} headerKeys: [{keys}]"
     else:
-        line += f" isValid: true crc: {r.checksum}}}"
+        line += f" isValid: true crc: {r.checksum}"  # 4.3+: no stray "}"
     if magic == 2 and b.is_control_batch:
         _, type_id = struct.unpack(">hh", key[:4])
         if type_id in (0, 1):

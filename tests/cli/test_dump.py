@@ -229,7 +229,7 @@ def test_legacy_text_lines(tmp_path: Path) -> None:
             expected.append(
                 f"| offset: {r.offset} {ts_type}: {-1 if r.timestamp is None else r.timestamp} "
                 f"keySize: {len(r.key)} "
-                f"valueSize: {len(r.value)} isValid: true crc: {r.checksum}}}"
+                f"valueSize: {len(r.value)} isValid: true crc: {r.checksum}"
             )
         position += size
     assert lines == expected

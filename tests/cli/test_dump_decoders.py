@@ -334,6 +334,7 @@ def test_transaction_log_decoder(tmp_path: Path) -> None:
     data["transactionPartitions"] = [
         {"topic": t, "partitionIds": p} for t, p in data["transactionPartitions"]
     ]
+    data["transactionStatus"] = "Ongoing"  # status 1, by name as Kafka 4.4 prints it
     key_text = '{"type":"0","data":{"transactionalId":"tx-1"}}'
     value_text = json.dumps({"version": "0", "data": data}, separators=(",", ":"))
     lines = record_lines(out)
@@ -418,7 +419,7 @@ def test_transaction_log_decoder_flexible_value_with_tagged_fields(tmp_path: Pat
         "previousProducerId": 3999,
         "producerEpoch": 5,
         "transactionTimeoutMs": 60000,
-        "transactionStatus": 4,
+        "transactionStatus": "CompleteCommit",  # Kafka 4.4 prints the name
         "transactionPartitions": [{"topic": "orders", "partitionIds": [0, 4]}],
         "transactionLastUpdateTimestampMs": 1_700_000_000_900,
         "transactionStartTimestampMs": 1_700_000_000_100,

@@ -142,7 +142,7 @@ def test_time_index_reports_like_kafka_dump_log(segment) -> None:
         f"  Index timestamp: 1400, log timestamp: {facts[2][3]}\n"
         f"Found out of order timestamp in :{abs_path}\n"
         "  Index timestamp: 1400, Previously indexed timestamp: 1500\n"
-        "The following indexed offsets are not found in the log.\n"
+        f"The following indexed offsets are not found in :{abs_path}\n"
         f"Indexed offset: {facts[2][1]}, found log offset: {facts[2][2]}\n"
     )
     log.with_suffix(".index").unlink()  # without it the log is scanned: the same findings

@@ -92,8 +92,8 @@ class DumpReports:
                 err.write(
                     f"  Index timestamp: {index_ts}, Previously indexed timestamp: {previous}\n"
                 )
-        for pairs in self.time_not_found.values():
-            err.write("The following indexed offsets are not found in the log.\n")
+        for name, pairs in self.time_not_found.items():
+            err.write(f"The following indexed offsets are not found in :{name}\n")  # 4.3+
             for indexed, found in pairs:
                 err.write(f"Indexed offset: {indexed}, found log offset: {found}\n")
         for name, pairs in self.non_consecutive.items():

@@ -440,7 +440,7 @@ def record_line(
             keys = ",".join(h.key for h in record.headers)
             parts.append(f" sequence: {record.sequence} headerKeys: [{keys}]")
         else:
-            parts.append(f" isValid: {_bool(record.is_valid)} crc: {record.crc}}}")
+            parts.append(f" isValid: {_bool(record.is_valid)} crc: {record.crc}")  # 4.3+: no "}"
         if batch.is_control:
             parts.append(_control_text(record))
     if parsed is None and print_data and not batch.is_control:

@@ -35,7 +35,7 @@ from ..format.internal import control as control_module
 from ..format.internal import metadata as metadata_module
 from ..format.internal.result import BYTE_ERRORS
 from ..format.internal.schema import Message, read_message
-from ..format.internal.transaction_state import TRANSACTION_LOG_VALUE
+from ..format.internal.transaction_state import TRANSACTION_LOG_VALUE, TRANSACTION_STATUSES
 from ..format.record import Record
 from .dump_kafka_json import java_json, kafka_json, metadata_type_name
 from .value_decoders import ValueDecodeError, decoder, shown
@@ -200,7 +200,12 @@ class TransactionLogParser(_CoordinatorParser):
 
     def value_json(self, key: DecodedMessage, value: DecodedMessage, raw: bytes) -> object:
         assert value.data is not None
-        return kafka_json(TRANSACTION_LOG_VALUE, value.data, value.version)
+        out = kafka_json(TRANSACTION_LOG_VALUE, value.data, value.version)
+        # Kafka 4.4 prints the state's name (TransactionState), 4.1-4.3 its number
+        status = out.get("transactionStatus") if isinstance(out, dict) else None
+        if status in TRANSACTION_STATUSES:
+            out["transactionStatus"] = TRANSACTION_STATUSES[status]
+        return out
 
 
 class ClusterMetadataParser(PayloadParser):
