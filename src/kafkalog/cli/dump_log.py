@@ -1,7 +1,7 @@
 """Dumps of files holding record batches: segments, their leftovers, KRaft snapshots.
 
-Text output reproduces kafka-dump-log's lines (DumpLogSegments.dumpLog) byte for byte, including
-its quirks (the stray ``}`` after a legacy record's crc), so scripts written for it keep working.
+Text output reproduces kafka-dump-log's lines (DumpLogSegments.dumpLog, Kafka 4.4) byte for byte,
+so scripts written for it keep working.
 JSON output is one object per batch and record (docs/cli.md holds the contract).
 """
 
@@ -12,6 +12,7 @@ import itertools
 import os
 import struct
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -111,6 +112,111 @@ def metadata_lines(
     return offsets, text
 
 
+_WINDOW_BYTES = 4 << 20
+_TS_TYPES = {int(t): str(t) for t in TimestampType}
+
+
+class MetadataLineWindows:
+    """:func:`metadata_lines` for a whole file, a window of consecutive magic 2 batches (up to
+    4 MiB) decoded in one call and its columns converted once: one decoder call and one
+    conversion a batch was most of a deep dump's time. A window the decoder refuses, or that
+    holds anything but magic 2 batches, leaves its batches to :func:`metadata_lines` one at a
+    time (which says what is wrong)."""
+
+    def __init__(self, view: memoryview, decoder: fast.ColumnarDecoder) -> None:
+        self._view = view
+        self._decoder = decoder
+        self._rows: dict[int, tuple[int, int]] = {}  # batch position -> its rows in the window
+        self._offsets: list[int] = []
+        self._lines: list[str] = []  # a line per row, or:
+        self._text, self._ends = b"", []  # all the lines, where each ends (no header keys)
+        self._end = 0  # the loaded window ends here
+
+    def lines(self, batch: Batch) -> tuple[list[int], str] | None:
+        """As :func:`metadata_lines`, for any data batch of magic 2; None where it cannot."""
+        if batch.magic < MAGIC_VALUE_V2 or batch.is_control:
+            return None
+        if batch.position >= self._end:
+            self._load(batch.position)
+        span = self._rows.get(batch.position)
+        if span is None:
+            return None
+        a, b = span
+        if self._lines:
+            return self._offsets[a:b], "".join(self._lines[a:b])
+        return self._offsets[a:b], self._text[self._ends[a] : self._ends[b]].decode("ascii")
+
+    def _load(self, start: int) -> None:
+        view, end = self._view, len(self._view)
+        self._rows, self._offsets, self._lines, self._text, self._ends = {}, [], [], b"", []
+        spans, pos, rows = {}, start, 0
+        while pos + 61 <= end and pos - start < _WINDOW_BYTES and view[pos + 16] == MAGIC_VALUE_V2:
+            size = 12 + struct.unpack_from(">i", view, pos + 8)[0]
+            count = struct.unpack_from(">i", view, pos + 57)[0]
+            if size < 61 or pos + size > end or count < 0:
+                break
+            spans[pos] = (rows, rows + count)
+            rows += count
+            pos += size
+        self._end = max(pos, start + 1)
+        if not spans:
+            return
+        try:
+            rb = self._decoder.decode(view[start:pos], keep_control=True, check_offset_order=False,
+                                      position_base=start)  # fmt: skip
+        except KafkalogError:
+            return  # each batch on its own: the one at fault is reported precisely
+        if rb.num_rows != rows:
+            return
+        self._offsets = rb.column("offset").to_pylist()
+        sizes = [_sizes(rb.column(name)) for name in ("key", "value")]
+        headers = rb.column("headers")
+        header_keys = headers.flatten().field("key").to_pylist()
+        self._rows = spans
+        if not header_keys:  # the kernels write the lines
+            columns = [_ints(rb.column(name)) for name in ("offset", "timestampType", "timestamp")]
+            columns += [*sizes, _ints(rb.column("sequence"))]
+            ends = np.empty(rows + 1, np.int64)
+            self._text = fast.kernels.dump_lines(*columns, ends)
+            self._ends = ends.tolist()
+            return
+        ends = headers.offsets.to_pylist()
+        joined = [",".join(header_keys[a:b]) for a, b in itertools.pairwise(ends)]
+        ts_types = [_TS_TYPES[t] for t in rb.column("timestampType").to_pylist()]
+        sizes = [x.tolist() for x in sizes]
+        self._lines = [
+            f"| offset: {o} {tt}: {t} keySize: {k} valueSize: {v} sequence: {q} headerKeys: [{h}]\n"
+            for o, tt, t, k, v, q, h in zip(
+                self._offsets,
+                ts_types,
+                rb.column("timestamp").to_pylist(),
+                *sizes,
+                rb.column("sequence").to_pylist(),
+                joined,
+            )
+        ]
+
+
+def _ints(column: pa.Array) -> np.ndarray:
+    """An integer column (no nulls) as int64s, read through its buffer."""
+    n, at = len(column), column.offset
+    values = np.frombuffer(column.buffers()[1], np.dtype(f"<i{column.type.bit_width // 8}"))
+    return values[at : at + n].astype(np.int64)
+
+
+def _sizes(column: pa.Array) -> np.ndarray:
+    """Each item's length, -1 for a null (kafka-dump-log's keySize/valueSize), from the
+    column's offsets and validity buffers, as int64s."""
+    n, at = len(column), column.offset
+    offsets = np.frombuffer(column.buffers()[1], np.int32)[at : at + n + 1]
+    sizes = np.diff(offsets)
+    if column.null_count:
+        bits = np.frombuffer(column.buffers()[0], np.uint8)
+        valid = np.unpackbits(bits, bitorder="little")[at : at + n].astype(bool)
+        sizes[~valid] = -1
+    return sizes.astype(np.int64)
+
+
 def _columns(batch: Batch, decoder: fast.ColumnarDecoder | None) -> pa.RecordBatch:
     """The batch's records as columns; through ``decoder`` when given, whose arrays a file's
     dump reuses batch after batch (a new decoder per 1 MB batch page-faults fresh arrays:
@@ -158,6 +264,7 @@ class LogDump(FileDump):
         self.begin()
         scan = RecordsScan(view)
         decoder = fast.ColumnarDecoder()  # one for the file: its arrays are reused
+        windows = MetadataLineWindows(view, decoder) if self._metadata_lines_only else None
         batches = records = 0
         done = 0
         last_offset = -1
@@ -201,8 +308,8 @@ class LogDump(FileDump):
             elif self.options.deep:
                 lines = None
                 try:
-                    if self._metadata_lines_only:
-                        lines = metadata_lines(batch, decoder)
+                    if windows is not None:
+                        lines = windows.lines(batch) or metadata_lines(batch, decoder)
                     batch_records = [] if lines is not None else records_of(batch, decoder)
                 except KafkalogError as e:
                     self.error(e.located(position=batch.position, offset=base_offset))

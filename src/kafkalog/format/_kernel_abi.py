@@ -15,7 +15,7 @@ exceptions, so both twins raise identical errors.
 
 from __future__ import annotations
 
-ABI_VERSION = 12
+ABI_VERSION = 13
 
 # -- output slots (sink arrays, in this order) ---------------------------------------------------
 OFFSET = 0  # int64[R]

@@ -33,6 +33,7 @@ KERNEL_FUNCTIONS = (
     "header_columns",
     "validate_records_v2",
     "lz4_blocks",
+    "dump_lines",
 )
 
 FORCED_PURE = os.environ.get("KAFKALOG_PUREPYTHON", "") not in ("", "0")

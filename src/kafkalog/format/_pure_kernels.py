@@ -37,6 +37,7 @@ __all__ = [
     "decode_entries",
     "decode_legacy_set",
     "decode_records_v2",
+    "dump_lines",
     "encode_batches",
     "encode_compressed",
     "encode_plan",
@@ -881,3 +882,30 @@ def lz4_blocks(
                 return None
             total += n
         pos += length + checksum
+
+
+_TS_TYPE_NAMES = {-1: "NoTimestampType", 0: "CreateTime", 1: "LogAppendTime"}
+
+
+def _int64s(column) -> list[int]:
+    return memoryview(column).cast("B").cast("q").tolist()
+
+
+def dump_lines(offsets, ts_types, timestamps, key_sizes, value_sizes, sequences, ends) -> bytes:
+    """kafka-dump-log's record line, without data and with no header keys, for each row of the
+    int64 columns (``ts_types``: -1, 0 or 1); ``ends`` (int64[n + 1]) gets where each ends."""
+    columns = [_int64s(c) for c in (offsets, ts_types, timestamps, key_sizes, value_sizes,
+                                    sequences)]  # fmt: skip
+    n = len(columns[0])
+    if any(len(c) != n for c in columns) or memoryview(ends).nbytes != 8 * (n + 1):
+        raise ValueError("dump_lines: int64 columns and n + 1 ends expected")
+    out = bytearray()
+    marks = [0]
+    for o, tt, t, k, v, q in zip(*columns):
+        out += (
+            f"| offset: {o} {_TS_TYPE_NAMES.get(tt, 'NoTimestampType')}: {t} keySize: {k} "
+            f"valueSize: {v} sequence: {q} headerKeys: []\n"
+        ).encode()
+        marks.append(len(out))
+    memoryview(ends).cast("B").cast("q")[:] = array("q", marks)
+    return bytes(out)

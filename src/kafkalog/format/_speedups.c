@@ -44,6 +44,8 @@ static PyMethodDef methods[] = {
     KERNEL(encode_compressed,
            "Planned batches from their compressed records, headers and CRCs included, as a new "
            "bytearray."),
+    KERNEL(dump_lines,
+           "kafka-dump-log's record lines (no data, no header keys) of int64 columns."),
     KERNEL(lz4_blocks,
            "Decompress an lz4 frame's blocks into a buffer; return the size, None to leave the "
            "frame to the codec module, or minus the size the buffer must have."),
@@ -93,7 +95,7 @@ PyMODINIT_FUNC PyInit__speedups(void) {
         {"FLAG_VALIDATE_CRC", FLAG_VALIDATE_CRC}, {"FLAG_CHECK_ORDER", FLAG_CHECK_ORDER},
         {"E_OFFSETS", E_OFFSETS}, {"E_OFFSET_ORDER", E_OFFSET_ORDER},
         {"E_INNER_OFFSETS", E_INNER_OFFSETS}, {"E_BATCH_HEADER", E_BATCH_HEADER},
-        {"E_CODEC", E_CODEC},
+        {"E_CODEC", E_CODEC}, {"E_RECORD_OFFSET", E_RECORD_OFFSET},
         {"ST_PREV_LAST", ST_PREV_LAST},
         {"ST_HAS_PREV", ST_HAS_PREV}, {"GROW_HVAL_DATA", GROW_HVAL_DATA},
         {"ST_HVAL_BYTES", ST_HVAL_BYTES}, {"STATE", S_STATE}, {"ST_KEY_NULLS", ST_KEY_NULLS},

@@ -32,7 +32,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define ABI_VERSION 12
+#define ABI_VERSION 13
 
 /* output slots */
 enum {
@@ -208,5 +208,6 @@ PyObject *kl_header_columns(PyObject *mod, PyObject *seq);
 PyObject *kl_new_bytearray(Py_ssize_t n); /* uninitialized; huge pages where large */
 PyObject *kl_validate_records_v2(PyObject *mod, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kl_lz4_blocks(PyObject *mod, PyObject *const *args, Py_ssize_t nargs);
+PyObject *kl_dump_lines(PyObject *mod, PyObject *const *args, Py_ssize_t nargs);
 
 #endif

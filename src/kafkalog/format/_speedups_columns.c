@@ -185,3 +185,77 @@ other:
     Py_DECREF(fast);
     Py_RETURN_NONE;
 }
+
+/* -- kafka-dump-log's record lines ------------------------------------------------------------ */
+/* Decimal digits of v at p; the end. */
+static inline char *put_i64(char *p, int64_t v) {
+    char tmp[24];
+    int n = 0;
+    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    do { tmp[n++] = (char)('0' + u % 10); u /= 10; } while (u);
+    if (v < 0) *p++ = '-';
+    while (n) *p++ = tmp[--n];
+    return p;
+}
+
+static inline char *put_str(char *p, const char *s, size_t n) {
+    memcpy(p, s, n);
+    return p + n;
+}
+
+/* dump_lines(offsets, ts_types, timestamps, key_sizes, value_sizes, sequences, ends) -> bytes:
+ * for each of the n rows of the int64 columns (ts_types: -1, 0 or 1), kafka-dump-log's record
+ * line without data and with no header keys, "| offset: O CreateTime: T keySize: K valueSize: V
+ * sequence: S headerKeys: []\n"; ends (int64[n + 1], written) says where each line ends. */
+PyObject *kl_dump_lines(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    (void)mod;
+    if (nargs != 7) {
+        PyErr_SetString(PyExc_TypeError, "dump_lines takes 7 arguments");
+        return NULL;
+    }
+    Py_buffer in[7];
+    int got = 0;
+    PyObject *out = NULL;
+    for (; got < 7; got++)
+        if (PyObject_GetBuffer(args[got], &in[got], got == 6 ? PyBUF_WRITABLE : PyBUF_SIMPLE) < 0)
+            goto done;
+    const Py_ssize_t n = in[0].len / 8;
+    for (int i = 1; i < 6; i++)
+        if (in[i].len != in[0].len) {
+            PyErr_SetString(PyExc_ValueError, "dump_lines: columns of different lengths");
+            goto done;
+        }
+    if (in[0].len % 8 || in[6].len != 8 * (n + 1)) {
+        PyErr_SetString(PyExc_ValueError, "dump_lines: int64 columns and n + 1 ends expected");
+        goto done;
+    }
+    /* the longest line: fixed text 68 + the longest type 15 + five numbers of at most 20 */
+    out = PyBytes_FromStringAndSize(NULL, n * 184);
+    if (!out) goto done;
+    const int64_t *off = in[0].buf, *tt = in[1].buf, *ts = in[2].buf, *ks = in[3].buf;
+    const int64_t *vs = in[4].buf, *sq = in[5].buf;
+    int64_t *ends = in[6].buf;
+    char *const start = PyBytes_AS_STRING(out);
+    char *p = start;
+    ends[0] = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        p = put_str(p, "| offset: ", 10);
+        p = put_i64(p, off[i]);
+        if (tt[i] == 1) p = put_str(p, " LogAppendTime: ", 16);
+        else if (tt[i] == 0) p = put_str(p, " CreateTime: ", 13);
+        else p = put_str(p, " NoTimestampType: ", 18);
+        p = put_i64(p, ts[i]);
+        p = put_str(p, " keySize: ", 10);
+        p = put_i64(p, ks[i]);
+        p = put_str(p, " valueSize: ", 12);
+        p = put_i64(p, vs[i]);
+        p = put_str(p, " sequence: ", 11);
+        p = put_i64(p, sq[i]);
+        p = put_str(p, " headerKeys: []\n", 16);
+        ends[i + 1] = p - start;
+    }
+    if (_PyBytes_Resize(&out, p - start) < 0) out = NULL;
+done:
+    for (int i = 0; i < got; i++) PyBuffer_Release(&in[i]);
+    return out;
+}
