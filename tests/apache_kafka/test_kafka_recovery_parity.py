@@ -677,12 +677,6 @@ def test_recovered_indexes_are_kafkas(recoveries):
     assert not problems, "\n".join(problems)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="kafkalog recover keeps the producer snapshots of the segments it re-checks; Kafka's "
-    "recovery (LogLoader.recoverSegment) rewrites the one after each, from the previous "
-    "snapshot reloaded without expired producers",
-)
 def test_recovered_producer_snapshots_are_kafkas(recoveries):
     """The producer state snapshots (.snapshot) after both recoveries: the same files, the same
     bytes. (lz4-0's recovery point is left out of the checkpoint, so both recoveries re-check

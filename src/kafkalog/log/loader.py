@@ -13,7 +13,10 @@ Steps, as Kafka 4.x does them:
    CRC-checked, the first invalid one and everything after it is cut, later segments dropped.
    After a clean one too when the last segment's end cannot be read (a zero-filled or corrupt
    tail, which only a crash leaves: the marker was stale or copied), with a warning naming the
-   file and position; Kafka's startup fails on such a partition instead.
+   file and position; Kafka's startup fails on such a partition instead. Every segment recovered
+   (here or in step 2) rewrites the producer snapshots as Kafka's recoverSegment does
+   (:func:`_recover_segment`), and the load ends with the producer state rebuilt to the log end
+   (:func:`rebuild_producer_state`).
 4. The log start offset is the larger of the checkpointed one and the first segment's base.
 
 Where Kafka deletes, kafkalog moves files and cut bytes to the partition's quarantine
@@ -48,7 +51,13 @@ from .quarantine import Quarantine
 from .regular_file import require_regular_entries
 from .segment import LogSegment
 
-__all__ = ["LoadResult", "check_indexes", "classify_leftovers", "load_segments"]
+__all__ = [
+    "LoadResult",
+    "check_indexes",
+    "classify_leftovers",
+    "load_segments",
+    "rebuild_producer_state",
+]
 
 _INDEX_SUFFIXES = (INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX, TXN_INDEX_FILE_SUFFIX)
 _log = logging.getLogger("kafkalog.log")
@@ -163,6 +172,7 @@ def load_segments(
         below = [b for b in bases if b <= recovery_point]
         recovered_from = below[-1] if below else (bases[0] if bases else None)
     segments: dict[int, LogSegment] = {}
+    rebuilt_state = False  # whether a segment's recovery rewrote producer snapshots
     first_cut: int | None = None  # base of the first segment whose index rebuild cut bytes
     live = sorted((set(logs) - replaced) | set(swap_segments))
     for base in sorted(logs):
@@ -186,9 +196,12 @@ def load_segments(
                     check_indexes(segment, _next_base(live, base))
             except CorruptIndexError as e:
                 notes.append(f"{logs[base].name}: indexes rebuilt ({e.message})")
-                # Producer state up to this segment, so the rebuilt .txnindex keeps its entries.
-                state = _state_before(directory, clock, segments.values(), base, log_start_offset)
-                if _recover(segment, quarantine, notes, state, None) and first_cut is None:
+                rebuilt_state = True
+                cut = _recover_segment(
+                    directory, clock, list(segments.values()), segment, log_start_offset,
+                    quarantine, notes, None,
+                )  # fmt: skip
+                if cut and first_cut is None:
                     first_cut = base
         else:
             segment = LogSegment.open(directory, base, config, clock, writable=False)
@@ -241,6 +254,17 @@ def load_segments(
         )
         ordered = [s for s in ordered if not s.dropped]
         next_offset = None
+        rebuilt_state = True
+    if rebuilt_state and ordered:
+        # Kafka's LogLoader.load ends with the producer state rebuilt up to the log end (stray
+        # snapshots removed first): that reload deletes and writes snapshot files too.
+        end = ordered[-1].read_next_offset()
+        state = _producer_state(directory, clock, quarantine)
+        state.remove_stray_snapshots(s.base_offset for s in ordered)
+        rebuild_producer_state(
+            state, ordered, max(log_start_offset, ordered[0].base_offset), end,
+            reload_from_clean_shutdown=had_clean_shutdown,
+        )  # fmt: skip
     return LoadResult(ordered, notes, cut, recovered=unclean, next_offset=next_offset)
 
 
@@ -289,25 +313,20 @@ def _recover(segment: LogSegment, quarantine, notes, producer_state, leader_epoc
 def _recover_from(
     segments, recovery_point, quarantine, notes, epochs, directory, clock, log_start_offset
 ) -> int:
-    """Recover every segment that may hold data written after the recovery point.
-
-    Producer state is rebuilt up to the first recovered segment (from the newest snapshot below
-    it, read without changing any file), so that recovery re-derives the aborted transactions of
-    the transaction index, as Kafka's recoverSegment does.
-    """
+    """Recover every segment that may hold data written after the recovery point (Kafka's
+    LogLoader.recoverLog), each with :func:`_recover_segment`."""
     start = 0
     for i, segment in enumerate(segments):
         if segment.base_offset <= recovery_point:
             start = i
     if start >= len(segments):
         return 0
-    state = _state_before(
-        directory, clock, segments[:start], segments[start].base_offset, log_start_offset
-    )
     total = 0
     for i in range(start, len(segments)):
         segment = segments[i]
-        cut = _recover(segment, quarantine, notes, state, epochs)
+        cut = _recover_segment(
+            directory, clock, segments, segment, log_start_offset, quarantine, notes, epochs
+        )
         total += cut
         if cut:
             _drop_after(segments, i, quarantine)
@@ -315,16 +334,83 @@ def _recover_from(
     return total
 
 
-def _state_before(directory, clock, earlier, base: int, log_start_offset: int):
-    """Producer state as of ``base``: the newest snapshot below it (read without changing any
-    file), then the batches of the ``earlier`` segments past the snapshot replayed."""
-    state = ProducerStateManager(directory, clock=clock, writable=False)
-    state.truncate_and_reload(log_start_offset, base)
-    for segment in earlier:
-        for batch in segment.log.batches():
-            if state.map_end_offset <= batch.last_offset < base:
-                state.replay_batch(batch)
-    return state
+def _producer_state(directory, clock, quarantine) -> ProducerStateManager:
+    """A producer state manager over the snapshot files on disk now, whose deleted snapshots go
+    to the quarantine."""
+
+    def discard(path, why: str) -> None:
+        quarantine.move_file(path, f"producer snapshot {why} (Kafka's log recovery deletes it)")
+
+    return ProducerStateManager(directory, clock=clock, discard_snapshot=discard)
+
+
+def _recover_segment(
+    directory, clock, segments, segment, log_start_offset, quarantine, notes, epochs
+) -> int:
+    """Kafka's LogLoader.recoverSegment: a fresh producer state rebuilt up to the segment's base
+    offset (:func:`rebuild_producer_state`: snapshots above it deleted, the newest one at or
+    below it reloaded without the producers expired by now, the batches after it replayed), the
+    segment recovered with it (aborted transactions to the ``.txnindex``), then a snapshot taken
+    at the segment's new end. ``segments`` are the log's segments as Kafka's recovery sees them
+    (for the snapshots it takes at the last two segments' bases). Returns the bytes cut."""
+    state = _producer_state(directory, clock, quarantine)
+    rebuild_producer_state(state, segments, log_start_offset, segment.base_offset)
+    cut = _recover(segment, quarantine, notes, state, epochs)
+    state.take_snapshot()
+    return cut
+
+
+def rebuild_producer_state(
+    state: ProducerStateManager,
+    segments: list[LogSegment],
+    log_start_offset: int,
+    last_offset: int,
+    *,
+    reload_from_clean_shutdown: bool = False,
+) -> None:
+    """Kafka's UnifiedLog.rebuildProducerState (magic v2 logs): bring ``state`` to
+    ``last_offset``, deleting and writing snapshot files as Kafka does.
+
+    Without any snapshot after a clean shutdown, empty snapshots are taken at the last two
+    segments' bases and at ``last_offset`` (nothing is replayed). Otherwise snapshots outside
+    (log start, last offset] are deleted, the newest remaining one is loaded (producers idle for
+    ``producer.id.expiration.ms`` by the clock's now are dropped), the batches from there to
+    ``last_offset`` are replayed (a snapshot taken at the base of either of the last two
+    segments on the way), and a snapshot is taken at ``last_offset``.
+    """
+    to_snapshot: list[int] = []
+    if segments:
+        if len(segments) > 1:
+            to_snapshot.append(segments[-2].base_offset)
+        to_snapshot.append(segments[-1].base_offset)
+    to_snapshot.append(last_offset)
+    if state.latest_snapshot_offset() is None and reload_from_clean_shutdown:
+        for offset in to_snapshot:
+            state.update_map_end_offset(offset)
+            state.take_snapshot()
+        return
+    empty_before = state.is_empty() and state.map_end_offset >= last_offset
+    state.truncate_and_reload(log_start_offset, last_offset)
+    if last_offset > state.map_end_offset and not empty_before:
+        bases = [s.base_offset for s in segments]
+        last_segment = bisect_right(bases, last_offset) - 1  # the floor segment of last_offset
+        start_index = max(bisect_right(bases, state.map_end_offset) - 1, 0)
+        for i in range(start_index, len(segments)):
+            segment = segments[i]
+            if segment.base_offset >= last_offset:
+                break
+            start = max(segment.base_offset, state.map_end_offset, log_start_offset)
+            state.update_map_end_offset(start)
+            if segment.base_offset in to_snapshot:
+                state.take_snapshot()
+            state.load_producers_from_batches(
+                batch
+                for batch in segment.log.batches()
+                if batch.last_offset >= start
+                and (i != last_segment or batch.last_offset < last_offset)
+            )
+    state.update_map_end_offset(last_offset)
+    state.take_snapshot()
 
 
 def _drop_after(segments: list[LogSegment], i: int, quarantine) -> None:

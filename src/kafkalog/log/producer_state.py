@@ -103,10 +103,14 @@ class ProducerStateManager:
         max_transaction_timeout_ms: int = DEFAULT_MAX_TRANSACTION_TIMEOUT_MS,
         topic_partition: str | None = None,
         writable: bool = True,
+        discard_snapshot: Callable[[Path, str], None] | None = None,
     ) -> None:
         self.log_dir = Path(log_dir)
         # Read-only (a dead broker's disk): snapshots are read, never written or deleted.
         self.writable = writable
+        # Where a snapshot Kafka deletes goes instead (``discard_snapshot(path, why)``, e.g. log
+        # recovery's quarantine); None: deleted.
+        self._discard_snapshot = discard_snapshot
         self.topic_partition = topic_partition or self.log_dir.name
         self.producer_id_expiration_ms = producer_id_expiration_ms
         self.max_transaction_timeout_ms = max_transaction_timeout_ms
@@ -308,7 +312,9 @@ class ProducerStateManager:
         self._ongoing.clear()
         self._unreplicated.clear()
         for snapshot_offset in list(self._snapshots):
-            self._remove_and_delete_snapshot(snapshot_offset)
+            self._remove_and_delete_snapshot(
+                snapshot_offset, "the producer state was truncated fully"
+            )
         self._last_snap_offset = 0
         self._last_map_offset = offset
         self._update_oldest_txn_timestamp()
@@ -327,7 +333,12 @@ class ProducerStateManager:
         """
         for offset in list(self._snapshots):
             if offset > log_end_offset or offset <= log_start_offset:
-                self._remove_and_delete_snapshot(offset)
+                self._remove_and_delete_snapshot(
+                    offset,
+                    f"above offset {log_end_offset}, where the producer state is reloaded"
+                    if offset > log_end_offset
+                    else f"at or below the log start offset {log_start_offset}",
+                )
         if log_end_offset != self._last_map_offset:
             self._producers.clear()
             self._ongoing.clear()
@@ -342,8 +353,8 @@ class ProducerStateManager:
             latest = self._snapshots[max(self._snapshots)]
             try:
                 entries = read_snapshot(latest.path)
-            except (CorruptSnapshotError, FileNotFoundError):
-                self._remove_and_delete_snapshot(latest.offset)
+            except (CorruptSnapshotError, FileNotFoundError) as e:
+                self._remove_and_delete_snapshot(latest.offset, f"cannot be loaded: {e}")
                 continue
             for entry in entries:
                 if not self._is_expired(now_ms, entry):
@@ -382,7 +393,7 @@ class ProducerStateManager:
 
     def delete_snapshots_before(self, offset: int) -> None:
         for snapshot_offset in [o for o in self._snapshots if o < offset]:
-            self._remove_and_delete_snapshot(snapshot_offset)
+            self._remove_and_delete_snapshot(snapshot_offset, f"below offset {offset}")
 
     def remove_stray_snapshots(self, segment_base_offsets: Iterable[int]) -> None:
         """Delete snapshots without a segment of that base offset, except the latest stray one
@@ -390,12 +401,17 @@ class ProducerStateManager:
         bases = set(segment_base_offsets)
         self._snapshots = self._load_snapshot_files()
         strays = [o for o in sorted(self._snapshots) if o not in bases]
+        why = "a stray snapshot (no segment starts at its offset)"
         for offset in strays[:-1]:
-            self._remove_and_delete_snapshot(offset)
+            self._remove_and_delete_snapshot(offset, why)
         if strays and bases and strays[-1] < max(bases):
-            self._remove_and_delete_snapshot(strays[-1])
+            self._remove_and_delete_snapshot(strays[-1], why)
 
-    def _remove_and_delete_snapshot(self, offset: int) -> None:
+    def _remove_and_delete_snapshot(self, offset: int, why: str) -> None:
         snapshot = self._snapshots.pop(offset, None)
-        if snapshot is not None and self.writable:
+        if snapshot is None or not self.writable:
+            return
+        if self._discard_snapshot is not None and snapshot.path.exists():
+            self._discard_snapshot(snapshot.path, why)
+        else:
             delete_snapshot_file(snapshot.path)
