@@ -80,7 +80,8 @@ def add_parser(commands) -> None:
         default=[],
         metavar="NAME=VALUE",
         type=_setting,
-        help="a broker setting by Kafka's name (group.*, transaction.*, offsets.*)",
+        help="a broker setting by Kafka's name (group.*, transaction.*, offsets.*, "
+        "log.retention.check.interval.ms, log.initial.task.delay.ms, log.cleaner.enable)",
     )
     p.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     p.set_defaults(run=run)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from bisect import bisect_right
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -522,12 +522,19 @@ class Log:
                                   "below the log start offset")  # fmt: skip
         return self.log_start_offset
 
-    def delete_old_segments(self) -> list[str]:
-        """Retention now: by log start offset, time (retention.ms) and size (retention.bytes)."""
+    def delete_old_segments(
+        self, *, delete_later: Callable[[LogSegment], None] | None = None
+    ) -> list[str]:
+        """Retention now: by log start offset, time (retention.ms) and size (retention.bytes).
+
+        The segments are renamed ``.deleted`` and removed at once, or, given ``delete_later``,
+        handed to it to be removed later (a broker keeps them for file.delete.delay.ms: Kafka's
+        asyncDelete in LocalLog.deleteSegmentFiles).
+        """
         self._check_writable()
         deleted = self._delete_segments(
             lambda seg, nxt: nxt <= self.log_start_offset,
-            "below the log start offset")  # fmt: skip
+            "below the log start offset", delete_later)  # fmt: skip
         if not self.config.delete:
             return deleted
         retention_ms = self.config["retention.ms"]
@@ -535,7 +542,7 @@ class Log:
             now = self.clock.milliseconds()
             deleted += self._delete_segments(
                 lambda seg, nxt: now - seg.largest_timestamp() > retention_ms,
-                f"older than retention.ms={retention_ms}")  # fmt: skip
+                f"older than retention.ms={retention_ms}", delete_later)  # fmt: skip
         retention_bytes = self.config["retention.bytes"]
         if retention_bytes >= 0:
             excess = self.size_in_bytes() - retention_bytes
@@ -547,10 +554,12 @@ class Log:
                     return True
                 return False
 
-            deleted += self._delete_segments(over, f"beyond retention.bytes={retention_bytes}")
+            deleted += self._delete_segments(
+                over, f"beyond retention.bytes={retention_bytes}", delete_later
+            )
         return deleted
 
-    def _delete_segments(self, predicate, why: str) -> list[str]:
+    def _delete_segments(self, predicate, why: str, delete_later=None) -> list[str]:
         """Delete the oldest segments while ``predicate(segment, next base)`` holds.
 
         The active segment is only deleted when it is not empty, after rolling a new one, so
@@ -572,7 +581,10 @@ class Log:
             self.segments.remove(segment)
             segment.change_file_suffixes("", DELETED_FILE_SUFFIX)
             names.append(f"{os.path.basename(segment.log.path)} ({why})")
-            segment.delete_if_exists()
+            if delete_later is None:
+                segment.delete_if_exists()
+            else:
+                delete_later(segment)
         self.log_start_offset = max(self.log_start_offset, self.segments[0].base_offset)
         self.leader_epoch_cache.truncate_from_start(self.log_start_offset)
         self.producer_state.on_log_start_offset_incremented(self.log_start_offset)

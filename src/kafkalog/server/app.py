@@ -59,6 +59,7 @@ class Server:
     async def start(self) -> None:
         config = self.broker.config
         await self.broker.install_handlers()
+        self.broker.start_log_tasks()
         # Segment files count with their budget, not with what happens to be open now.
         in_use = open_descriptors()
         reserved = 0

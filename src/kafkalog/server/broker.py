@@ -86,6 +86,7 @@ class Broker:
         self._data_waiters: set[asyncio.Future] = set()
         self._topic_ids: dict[str, uuid.UUID] = {}
         self._topics_by_id: dict[uuid.UUID, str] = {}
+        self.log_retention = None  # started by start_log_tasks
         self._topic_ids_key: tuple | None = None
         meta_path = self.log_manager.data_dirs[0] / META_PROPERTIES_FILE_NAME
         self.cluster_id = (
@@ -217,6 +218,14 @@ class Broker:
             log.warning("no group or transaction coordinator available")
             return
         await coordination.install(self)
+
+    def start_log_tasks(self) -> None:
+        """The background log work (:mod:`.log_retention`), stopped by :meth:`shutdown`."""
+        from .log_retention import LogRetention, RetentionSettings
+
+        self.log_retention = LogRetention(self, RetentionSettings.from_config(self.config))
+        self.log_retention.start()
+        self.add_shutdown_hook(self.log_retention.stop)
 
     async def shutdown(self) -> None:
         """Run the shutdown hooks, then close the logs: checkpoints and the clean marker."""

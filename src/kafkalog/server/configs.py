@@ -87,6 +87,9 @@ def _broker_configs(broker: Broker, keys: list[str] | None) -> list[dict]:
         "transaction.state.log.num.partitions": str(c.transaction_state_log_num_partitions),
         "log.dirs": ",".join(str(d) for d in c.data_dirs),
     }
+    retention = getattr(broker, "log_retention", None)
+    if retention is not None:
+        values.update(retention.settings.broker_configs())
     return [
         {"name": k, "value": v, "read_only": True, "config_source": STATIC_BROKER_CONFIG}
         for k, v in values.items()
