@@ -319,24 +319,23 @@ async def _grow_one(broker: Broker, topic: dict, validate_only: bool) -> dict:
     return out
 
 
+def _named_once(topics: list[dict]) -> tuple[list[dict], list[dict]]:
+    """The topics of a request named once, and an INVALID_REQUEST answer for each name given
+    more than once: as Kafka's controller (CreateTopics, CreatePartitions), a name given twice
+    is refused once and acted on by neither."""
+    names = Counter(t["name"] for t in topics)
+    duplicates = [
+        {"name": name, "error_code": ec.INVALID_REQUEST, "error_message": "Duplicate topic name."}
+        for name, n in names.items()
+        if n > 1
+    ]
+    return [t for t in topics if names[t["name"]] == 1], duplicates
+
+
 def handlers(broker: Broker) -> dict[int, Handler]:
     async def create_topics(ctx: RequestContext, request: dict) -> dict:
-        names = Counter(t["name"] for t in request["topics"])
-        # As Kafka's controller: a name given twice is refused once, and neither is created.
-        duplicates = [
-            {
-                "name": name,
-                "error_code": ec.INVALID_REQUEST,
-                "error_message": "Duplicate topic name.",
-            }
-            for name, n in names.items()
-            if n > 1
-        ]
-        created = [
-            await _create_one(broker, t, request["validate_only"])
-            for t in request["topics"]
-            if names[t["name"]] == 1
-        ]
+        once, duplicates = _named_once(request["topics"])
+        created = [await _create_one(broker, t, request["validate_only"]) for t in once]
         return {"topics": created + duplicates}
 
     async def delete_topics(ctx: RequestContext, request: dict) -> dict:
@@ -368,22 +367,8 @@ def handlers(broker: Broker) -> dict[int, Handler]:
         return {"responses": responses}
 
     async def create_partitions(ctx: RequestContext, request: dict) -> dict:
-        names = Counter(t["name"] for t in request["topics"])
-        # As Kafka's ControllerApis: a name given twice is refused once, and not grown.
-        duplicates = [
-            {
-                "name": name,
-                "error_code": ec.INVALID_REQUEST,
-                "error_message": "Duplicate topic name.",
-            }
-            for name, n in names.items()
-            if n > 1
-        ]
-        grown = [
-            await _grow_one(broker, t, request["validate_only"])
-            for t in request["topics"]
-            if names[t["name"]] == 1
-        ]
+        once, duplicates = _named_once(request["topics"])
+        grown = [await _grow_one(broker, t, request["validate_only"]) for t in once]
         return {"results": duplicates + grown}
 
     return {
