@@ -18,6 +18,7 @@ by kafkalog and repeated with consecutive base offsets; the CRC does not cover t
   so after loading it Kafka renames it a stray log), interleaved, each on a fresh copy.
 
 Medians and ratios are printed as JSON lines (and written with ``--json``).
+``KAFKALOG_BENCH_KEEP=1`` keeps the work directory (the broker's log) for a look afterwards.
 """
 
 from __future__ import annotations
