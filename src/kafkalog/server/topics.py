@@ -235,14 +235,8 @@ async def _create_one(broker: Broker, topic: dict, validate_only: bool) -> dict:
         started = time.monotonic()
         try:
             await create_partitions(broker, name, partitions, configs)
-        except KafkalogError as e:
-            return fail(ec.code_of(e), e.message)
-        except OSError as e:
-            log.error("creating topic %s failed (nothing of it is left): %s", name, e)
-            return fail(ec.code_of(e), f"Creating the topic's partitions failed: {e}")
         except Exception as e:
-            log.exception("creating topic %s failed (nothing of it is left)", name)
-            return fail(ec.UNKNOWN_SERVER_ERROR, f"{type(e).__name__}: {e}")
+            return fail(*_creation_error(e, f"creating topic {name}"))
         log.info("created topic %s with %d partitions in %.1f s", name, partitions,
                  time.monotonic() - started)  # fmt: skip
     return {
@@ -307,16 +301,23 @@ async def _grow_one(broker: Broker, topic: dict, validate_only: bool) -> dict:
         return out
     try:
         await add_partitions(broker, name, count)
-    except KafkalogError as e:
-        return fail(ec.code_of(e), e.message)
-    except OSError as e:
-        log.error("adding partitions to %s failed (none of them is left): %s", name, e)
-        return fail(ec.code_of(e), f"Creating the new partitions failed: {e}")
     except Exception as e:
-        log.exception("adding partitions to %s failed (none of them is left)", name)
-        return fail(ec.UNKNOWN_SERVER_ERROR, f"{type(e).__name__}: {e}")
+        return fail(*_creation_error(e, f"adding partitions to {name}"))
     log.info("topic %s grew from %d to %d partitions", name, existing, count)
     return out
+
+
+def _creation_error(error: Exception, doing: str) -> tuple[int, str]:
+    """The code and message for partitions whose files could not be created (what was created
+    of them is removed): a typed error's own, an I/O error's (KAFKA_STORAGE_ERROR), else
+    UNKNOWN_SERVER_ERROR with its traceback logged."""
+    if isinstance(error, KafkalogError):
+        return ec.code_of(error), error.message
+    if isinstance(error, OSError):
+        log.error("%s failed (none of its partitions is left): %s", doing, error)
+        return ec.code_of(error), f"Creating the partitions failed: {error}"
+    log.exception("%s failed (none of its partitions is left)", doing)
+    return ec.UNKNOWN_SERVER_ERROR, f"{type(error).__name__}: {error}"
 
 
 def _named_once(topics: list[dict]) -> tuple[list[dict], list[dict]]:
