@@ -202,14 +202,23 @@ class KafkaBroker:
         except OSError:
             return "(no server.log)"
 
-    def start(self, timeout: float = 120) -> KafkaBroker:
-        """Format ``workdir/data`` for a new single-node cluster and start the broker."""
+    def write_config(self, *, node_id: int = 1, static_quorum: bool = False) -> Path:
+        """``server.properties`` (and the log4j files) of a single-node KRaft broker on free
+        loopback ports, ``log.dirs`` its ``data_dir``: a dynamic quorum bootstrapped by
+        ``kafka-storage format --standalone``, or with ``static_quorum`` the voter list of this
+        one node (a directory that is not formatted: no voter records needed in its files)."""
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.port, self.controller_port = _free_port(), _free_port()
+        controller = f"127.0.0.1:{self.controller_port}"
+        quorum = (
+            {"controller.quorum.voters": f"{node_id}@{controller}"}
+            if static_quorum
+            else {"controller.quorum.bootstrap.servers": controller}
+        )
         props = {
             "process.roles": "broker,controller",
-            "node.id": "1",
-            "controller.quorum.bootstrap.servers": f"127.0.0.1:{self.controller_port}",
+            "node.id": str(node_id),
+            **quorum,
             "listeners": (
                 f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}"
             ),
@@ -243,6 +252,11 @@ class KafkaBroker:
         log4j2.write_text(BROKER_LOG4J2.format(log=self.log_file))
         log4j1 = self.workdir / "log4j.properties"
         log4j1.write_text(BROKER_LOG4J1.format(log=self.log_file))
+        return config
+
+    def start(self, timeout: float = 120) -> KafkaBroker:
+        """Format ``workdir/data`` for a new single-node cluster and start the broker."""
+        config = self.write_config()
         # A Kafka Uuid in base64 (as Uuid.randomUuid, never starting with "-").
         cluster_id = "-"
         while cluster_id.startswith("-"):

@@ -78,47 +78,7 @@ def _new_node(dist, workdir: Path, data_dir: Path, node_id: int, **configs: str)
 
     class NewNode(base):
         def start(self, timeout: float = 120):
-            self.workdir.mkdir(parents=True, exist_ok=True)
-            self.port, self.controller_port = _free_port(), _free_port()
-            props = {
-                "process.roles": "broker,controller",
-                "node.id": str(node_id),
-                "controller.quorum.voters": f"{node_id}@127.0.0.1:{self.controller_port}",
-                "listeners": (
-                    f"PLAINTEXT://127.0.0.1:{self.port},"
-                    f"CONTROLLER://127.0.0.1:{self.controller_port}"
-                ),
-                "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
-                "controller.listener.names": "CONTROLLER",
-                "inter.broker.listener.name": "PLAINTEXT",
-                "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-                "log.dirs": str(data_dir),
-                "log.retention.ms": "-1",
-                "auto.create.topics.enable": "false",
-                "offsets.topic.replication.factor": "1",
-                "offsets.topic.num.partitions": "2",
-                "transaction.state.log.replication.factor": "1",
-                "transaction.state.log.min.isr": "1",
-                "transaction.state.log.num.partitions": "2",
-                "share.coordinator.state.topic.replication.factor": "1",
-                "share.coordinator.state.topic.min.isr": "1",
-                "group.initial.rebalance.delay.ms": "0",
-                "num.network.threads": "2",
-                "num.io.threads": "2",
-                "num.recovery.threads.per.data.dir": "1",
-                "background.threads": "2",
-                **self.configs,
-            }
-            (self.workdir / "server.properties").write_text(
-                "".join(f"{k}={v}\n" for k, v in props.items())
-            )
-            c = _conftest()
-            (self.workdir / "log4j2.properties").write_text(
-                c.BROKER_LOG4J2.format(log=self.log_file)
-            )
-            (self.workdir / "log4j.properties").write_text(
-                c.BROKER_LOG4J1.format(log=self.log_file)
-            )
+            self.write_config(node_id=node_id, static_quorum=True)  # no kafka-storage format
             return self._launch(timeout)
 
         @property
@@ -126,10 +86,6 @@ def _new_node(dist, workdir: Path, data_dir: Path, node_id: int, **configs: str)
             return data_dir
 
     return NewNode(dist, workdir, configs=dict(configs))
-
-
-def _free_port() -> int:
-    return _conftest()._free_port()
 
 
 def _rows(records: list[dict]) -> list[tuple]:
