@@ -35,6 +35,7 @@ import os
 import socket
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -520,11 +521,11 @@ class PartitionLog:
 
 
 def _tail(
-    seg: LogSegment, path: str, hints: IndexHints, max_message_bytes: int
+    seg: LogSegment, path: str, hints: IndexHints, max_message_bytes: Callable[[], int]
 ) -> tuple[int, SegmentWalk]:
     """(next offset, the walk) of the last segment, walking headers from its last usable index
     hint (its start without one). An incomplete last entry that verify would call damage (a
-    size past the largest batch the topic accepts, ``max_message_bytes``, or a whole batch
+    size past the largest batch the topic accepts, ``max_message_bytes()``, or a whole batch
     inside the bytes it claims: :func:`kafkalog.log.verify_tail.partial_tail_problem`) is not a
     torn tail but corruption."""
     start = hints.last()
@@ -533,9 +534,10 @@ def _tail(
         walk = SegmentWalk(path, 0).run()
     left = (walk.end or 0) - walk.valid_end
     if walk.tail == Tail.PARTIAL and left > HEADER_SIZE_UP_TO_MAGIC:  # a header to judge
+        limit = max_message_bytes()
         with open(path, "rb") as f:
-            rest = os.pread(f.fileno(), min(left, 2 * max_message_bytes), walk.valid_end)
-        problem = partial_tail_problem(rest, 0, max_batch_size=max_message_bytes)
+            rest = os.pread(f.fileno(), min(left, 2 * limit), walk.valid_end)
+        problem = partial_tail_problem(rest, 0, max_batch_size=limit)
         if problem is not None:
             walk.tail = Tail.CORRUPT
             walk.error = CorruptRecordError(problem, position=walk.valid_end, path=path)
@@ -549,10 +551,11 @@ def open_partition(
     *,
     fail_on_data_loss: bool,
     data_loss_log: str | None = None,
-    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+    max_message_bytes: Callable[[], int] = lambda: DEFAULT_MAX_MESSAGE_BYTES,
 ) -> PartitionLog:
     """A partition's segments, start and end offsets, from listings, indexes and tails;
-    ``max_message_bytes`` is the topic's (the largest batch a torn append can have been)."""
+    ``max_message_bytes()`` is the topic's (the largest batch a torn append can have been),
+    asked only when the log ends in an incomplete entry."""
     result = load_segments(directory, LogConfig(), SystemClock(), writable=False)
     segments: list[SegmentInfo] = []
     end_damage = None

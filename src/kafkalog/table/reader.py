@@ -105,28 +105,41 @@ def open_selected(options: ReadOptions) -> dict[TopicPartition, PartitionLog]:
         if absent:
             data_loss(f"assigned partitions not in the data directory: {', '.join(absent)}",
                       options.fail_on_data_loss, log_dir=options.data_loss_log)  # fmt: skip
-    from ..log.manager import topic_configs  # the topic's limits; a driver-side import
-    from ..log.verify_tail import DEFAULT_MAX_MESSAGE_BYTES
-
     logs = {}
-    configs = {}  # data directory -> its TopicConfigs (None: unreadable, defaults assumed)
+    limits = _TopicLimits()
     try:
         for tp in sorted(selected, key=lambda t: (t.topic, t.partition)):
-            data_dir = selected[tp].parent
-            if data_dir not in configs:
-                configs[data_dir] = topic_configs(data_dir)
-            found = configs[data_dir]
-            limit = found.config_for(tp.topic)["max.message.bytes"] if found else None
+            directory = selected[tp]
             logs[tp] = open_partition(
-                tp, selected[tp], fail_on_data_loss=options.fail_on_data_loss,
+                tp, directory, fail_on_data_loss=options.fail_on_data_loss,
                 data_loss_log=options.data_loss_log,
-                max_message_bytes=limit or DEFAULT_MAX_MESSAGE_BYTES,
+                max_message_bytes=functools.partial(limits.max_message_bytes, directory, tp.topic),
             )  # fmt: skip
     except BaseException:
         for log in logs.values():
             log.close()
         raise
     return logs
+
+
+class _TopicLimits:
+    """Topics' ``max.message.bytes``, read from each data directory's topic configs (KRaft
+    metadata, kafkalog's topics file) the first time a partition there asks: only a torn tail
+    needs it, and reading a metadata log for every plan would cost what most plans never use.
+    Kafka's default where the configs cannot be read."""
+
+    def __init__(self) -> None:
+        self._configs: dict = {}  # data directory -> TopicConfigs, or None (unreadable)
+
+    def max_message_bytes(self, partition_dir, topic: str) -> int:
+        from ..log.manager import topic_configs
+        from ..log.verify_tail import DEFAULT_MAX_MESSAGE_BYTES
+
+        data_dir = partition_dir.parent
+        if data_dir not in self._configs:
+            self._configs[data_dir] = topic_configs(data_dir)
+        found = self._configs[data_dir]
+        return found.config_for(topic)["max.message.bytes"] if found else DEFAULT_MAX_MESSAGE_BYTES
 
 
 def _report_selection(options: ReadOptions, found, selected) -> None:
