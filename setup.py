@@ -8,15 +8,15 @@ magic 1 messages, encode the same (docs/benchmarks.md).
 
 from setuptools import Extension, setup
 
-FORMAT = "src/kafkalog/format/"
-SOURCES = ["", "_decode", "_records", "_legacy", "_encode", "_columns", "_crc", "_inflate"]
+C = "src/kafkalog/format/columnar/_speedups/"
+SOURCES = ["module", "decode", "records", "legacy", "encode", "columns", "crc", "inflate"]
 
 setup(
     ext_modules=[
         Extension(
-            "kafkalog.format._speedups",
-            sources=[f"{FORMAT}_speedups{part}.c" for part in SOURCES],
-            depends=[f"{FORMAT}_speedups.h", f"{FORMAT}_speedups_fold.h"],
+            "kafkalog.format.columnar._compiled",
+            sources=[f"{C}{part}.c" for part in SOURCES],
+            depends=[f"{C}speedups.h", f"{C}fold.h"],
             extra_compile_args=[
                 "-O3",
                 "-std=c99",

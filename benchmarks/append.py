@@ -60,10 +60,10 @@ from pathlib import Path
 from crc32c import crc32c
 
 from kafkalog.format import MemoryRecordsBuilder
-from kafkalog.format import validator as validator_module
+from kafkalog.format.validate import log_validator as validator_module
 from kafkalog.log.clock import MockClock
-from kafkalog.log.config import LogConfig
-from kafkalog.log.log import Log
+from kafkalog.log.partition.config import LogConfig
+from kafkalog.log.partition.log import Log
 
 T0 = 1_700_000_000_000
 KB, MB = 1 << 10, 1 << 20

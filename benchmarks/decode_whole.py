@@ -39,7 +39,7 @@ def encode(codec: str, per_batch: int, records: int) -> bytes:
 
 
 def measure(buf: bytes, repeat: int) -> tuple[float, float]:
-    from kafkalog.format import fast
+    from kafkalog.format import columnar as fast
 
     def whole() -> int:
         return fast.decode_columnar(buf).num_rows

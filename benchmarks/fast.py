@@ -1,4 +1,4 @@
-"""The columnar fast path (kafkalog.format.fast) against kafka-python and aiokafka, same bytes.
+"""The columnar fast path (kafkalog.format.columnar) against kafka-python and aiokafka, same bytes.
 
     .venv/bin/pip install -e '.[bench]'
     .venv/bin/python benchmarks/fast.py --json benchmarks/results/fast.json [--records N]
@@ -39,9 +39,10 @@ from kafka.record import MemoryRecords as KpMemoryRecords
 from kafka.record.default_records import DefaultRecordBatchBuilder as KpBuilder
 from kafka.record.legacy_records import LegacyRecordBatchBuilder as KpLegacyBuilder
 
-from kafkalog.format import MemoryRecords, fast
-from kafkalog.format._columnar_inflate import Inflater
+from kafkalog.format import MemoryRecords
+from kafkalog.format import columnar as fast
 from kafkalog.format.codecs import DEFAULT_MAX_DECOMPRESSED_SIZE, decompress
+from kafkalog.format.columnar.inflate import Inflater
 
 STREAM_ROWS = 65_536  # rows per chunk of the streamed decode
 CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
@@ -318,7 +319,7 @@ def one_row(args: argparse.Namespace) -> None:
 
 SEGMENT_WALK = """
 import mmap, sys, time
-from kafkalog.format import fast
+from kafkalog.format import columnar as fast
 def status(key):
     for line in open("/proc/self/status"):
         if line.startswith(key):

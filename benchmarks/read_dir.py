@@ -20,8 +20,8 @@ import time
 
 def write(path: str, records: int, batch: int, codec: str, partitions: int = 8) -> None:
     from kafkalog.format import MemoryRecordsBuilder
-    from kafkalog.log.manager import LogManager
-    from kafkalog.log.naming import TopicPartition
+    from kafkalog.log.datadir.manager import LogManager
+    from kafkalog.log.datadir.naming import TopicPartition
 
     with LogManager(path, writable=True, create=True) as manager:
         manager.create_topic("t", partitions, {})

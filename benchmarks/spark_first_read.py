@@ -141,7 +141,7 @@ def child_parts(data: str) -> dict:
     from kafkalog.spark.datasource import KafkaLogDataSource
 
     out["import_kafkalog"] = time.perf_counter() - t
-    heavy = ("numpy", "pyarrow", "pandas", "kafkalog.cli", "kafkalog.table.reader")
+    heavy = ("numpy", "pyarrow", "pandas", "kafkalog.cli", "kafkalog.dataset.reader")
     out["loaded_at_import"] = [m for m in heavy if m in sys.modules]
     t = time.perf_counter()
     source = KafkaLogDataSource({"path": data})

@@ -38,9 +38,9 @@ BATCH = 25
 def build(root: Path, partitions: int, segments: int, records: int) -> int:
     """One topic ``p`` of ``partitions`` partitions, each ``segments`` segments of
     ``records // segments`` records; returns the number of segment files."""
-    from kafkalog.format import fast
-    from kafkalog.log.manager import LogManager
-    from kafkalog.log.naming import TopicPartition
+    from kafkalog.format import columnar as fast
+    from kafkalog.log.datadir.manager import LogManager
+    from kafkalog.log.datadir.naming import TopicPartition
 
     per_segment = records // segments
     values = [(b"v%07d-" % i).ljust(100, b"x") for i in range(per_segment)]

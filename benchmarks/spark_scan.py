@@ -46,9 +46,9 @@ def generate(root: Path, target_bytes: int, codec: str) -> int:
     """A data dir of 8 partitions filled to about ``target_bytes``; returns the record count."""
     import numpy as np
 
-    from kafkalog.format import fast
-    from kafkalog.log.manager import LogManager
-    from kafkalog.log.naming import TopicPartition
+    from kafkalog.format import columnar as fast
+    from kafkalog.log.datadir.manager import LogManager
+    from kafkalog.log.datadir.naming import TopicPartition
 
     rng = np.random.default_rng(1)
     rows = 100_000
@@ -115,8 +115,8 @@ def spark_cpu_seconds() -> dict[str, float]:
 
 
 def plan(root: Path) -> list:
-    from kafkalog.table.options import parse_read_options
-    from kafkalog.table.reader import open_selected, plan_input_partitions, resolve_ranges
+    from kafkalog.dataset.options import parse_read_options
+    from kafkalog.dataset.reader import open_selected, plan_input_partitions, resolve_ranges
 
     options = parse_read_options({"path": str(root)})
     logs = open_selected(options)
@@ -129,7 +129,7 @@ def plan(root: Path) -> list:
 
 def decode_alone(parts: list) -> tuple[float, int]:
     """Seconds to decode ``parts`` with read_partition in this process, and the row count."""
-    from kafkalog.table.reader import read_partition
+    from kafkalog.dataset.reader import read_partition
 
     t, rows = time.perf_counter(), 0
     for part in parts:
@@ -143,8 +143,8 @@ def ceiling_source():
     Arrow batch over and over (as many rows as the partition holds): Spark's own cost."""
     from pyspark.sql.datasource import DataSourceReader, InputPartition
 
+    from kafkalog.dataset.options import parse_read_options
     from kafkalog.spark.datasource import KafkaLogDataSource
-    from kafkalog.table.options import parse_read_options
 
     class CeilingReader(DataSourceReader):
         def __init__(self, path: str) -> None:
@@ -154,7 +154,7 @@ def ceiling_source():
             return [InputPartition(p) for p in plan(Path(self.path))]
 
         def read(self, partition):
-            from kafkalog.table.reader import read_partition
+            from kafkalog.dataset.reader import read_partition
 
             planned = partition.value
             for part in getattr(planned, "parts", [planned]):

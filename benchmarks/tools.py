@@ -6,7 +6,7 @@ on 1 M records, each through the columnar fast path and the record-at-a-time pat
 Data (the rows of benchmarks/fast.py: 16-byte keys, 100-byte JSON-like values):
 
 - verify: one partition per layout (1 MB lz4 batches with two headers a record; 16 KB
-  uncompressed batches without headers), one segment each; ``kafkalog.log.verify`` of the
+  uncompressed batches without headers), one segment each; ``kafkalog.log.verify.data_dir`` of the
   partition directory, deep (every record decoded and its offset checked);
 - dump: ``kafkalog dump --deep-iteration`` of the same segments (in-process, output to memory):
   one line per record, which the column path formats from the columns (the other path decodes
@@ -14,8 +14,8 @@ Data (the rows of benchmarks/fast.py: 16-byte keys, 100-byte JSON-like values):
 - compact: a compacted topic written through ``Log.append_as_leader`` in 16 KB lz4 batches, keys
   drawn at random from half as many keys as records (57% of the records superseded, in nearly
   every batch, which the cleaner then rebuilds from its survivors) or all distinct (nothing
-  removed, every batch kept byte for byte); ``kafkalog.log.cleaner.clean`` of a fresh copy of the
-  log each run (the copy is not timed).
+  removed, every batch kept byte for byte); ``kafkalog.log.cleaner.cleaner.clean`` of a fresh copy
+  of the log each run (the copy is not timed).
 
 Contenders: "columns" is kafkalog as it is; "record by record" is the same code with the column
 paths switched off (batches of any size below their thresholds), as before they existed. Runs of the
@@ -40,15 +40,18 @@ from importlib.metadata import version
 from pathlib import Path
 
 from fast import columns, make
+
 from kafkalog.cli import dump_log
 from kafkalog.cli.main import main as cli_main
-from kafkalog.format import MemoryRecords, fast
-from kafkalog.log import record_fields, verify_segment
-from kafkalog.log.cleaner import clean
+from kafkalog.format import MemoryRecords
+from kafkalog.format import columnar as fast
+from kafkalog.log.cleaner.cleaner import clean
 from kafkalog.log.clock import MockClock
-from kafkalog.log.manager import LogManager
-from kafkalog.log.naming import TopicPartition
-from kafkalog.log.verify import verify
+from kafkalog.log.datadir.manager import LogManager
+from kafkalog.log.datadir.naming import TopicPartition
+from kafkalog.log.segment import record_fields
+from kafkalog.log.verify import segment as verify_segment
+from kafkalog.log.verify.data_dir import verify
 
 T0 = 1_700_000_000_000
 

@@ -111,7 +111,7 @@ def main() -> int:
 
     step("verifying the data directory (kafkalog verify)", started)
     try:
-        from kafkalog.log.verify import verify
+        from kafkalog.log.verify.data_dir import verify
     except ImportError:
         verify = None
     if verify is not None:

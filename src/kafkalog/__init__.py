@@ -1,7 +1,9 @@
 """kafkalog: Apache Kafka's log storage layer in Python, byte-compatible with real Kafka.
 
 Layers, each importing only those below it: ``kafkalog.format`` (pure functions over bytes),
-then ``kafkalog.log`` (files), then the edges (``kafkalog.cli``, ``kafkalog.spark``).
+then ``kafkalog.log`` (files), then ``kafkalog.dataset`` (data directories as Arrow), then the
+edges (``kafkalog.arrow``, ``kafkalog.spark``, ``kafkalog.cli``; ``kafkalog.protocol`` and
+``kafkalog.server``).
 """
 
 import logging
@@ -14,10 +16,10 @@ logging.getLogger("kafkalog").addHandler(logging.NullHandler())
 
 
 def __getattr__(name: str):
-    # ``kafkalog.open_data_dir``: the Arrow reader (docs/arrow.md), imported on first use so
-    # that ``import kafkalog`` stays light (no pyarrow).
-    if name == "open_data_dir":
-        from .arrow import open_data_dir
+    # ``kafkalog.open_data_dir`` and ``kafkalog.write_data_dir``: the Arrow reader and writer
+    # (docs/arrow.md), imported on first use so that ``import kafkalog`` stays light (no pyarrow).
+    if name in ("open_data_dir", "write_data_dir"):
+        from . import arrow
 
-        return open_data_dir
+        return getattr(arrow, name)
     raise AttributeError(f"module 'kafkalog' has no attribute {name!r}")

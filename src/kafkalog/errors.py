@@ -8,6 +8,10 @@ library exceptions never escape the format layer.
 from __future__ import annotations
 
 __all__ = [
+    "EXIT_IO",
+    "EXIT_OK",
+    "EXIT_PROBLEMS",
+    "EXIT_USAGE",
     "CorruptIndexError",
     "CorruptRecordError",
     "InvalidRecordError",
@@ -15,7 +19,14 @@ __all__ = [
     "RecordOffsetError",
     "RecordTooLargeError",
     "UnsupportedCompressionTypeError",
+    "VarintRangeError",
 ]
+
+
+# Every command's exit status: done; done, but the data has problems (damage found, records
+# skipped); bad usage (arguments, options); the environment failed (I/O, permissions, missing
+# files).
+EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_IO = 0, 1, 2, 3
 
 
 class KafkalogError(Exception):
@@ -81,6 +92,15 @@ class UnsupportedCompressionTypeError(InvalidRecordError):
     """A codec id Kafka does not define, or one the magic does not allow (zstd below magic 2)."""
 
     code = 76  # UNSUPPORTED_COMPRESSION_TYPE
+
+
+class VarintRangeError(InvalidRecordError):
+    """A value to encode that its varint does not hold: ``bits`` is 32 (varint, unsigned varint)
+    or 64 (varlong: in a record, only the timestamp delta is one)."""
+
+    def __init__(self, message: str, *, bits: int) -> None:
+        super().__init__(message)
+        self.bits = bits
 
 
 class RecordTooLargeError(KafkalogError, ValueError):

@@ -18,6 +18,7 @@ import contextlib
 import functools
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -433,9 +434,10 @@ def kafka_broker(kafka_dist: KafkaDist, tmp_path_factory) -> Iterator[KafkaBroke
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
 
 
-def _records(topic: str, n: int, partitions: int, seed: int) -> list[dict]:
+def _records(topic: str, n: int, partitions: int, seed: int, flush_every: int = 40) -> list[dict]:
     """Records with every shape a record can have: null/empty/binary keys and values, text,
-    headers (none, repeated keys, null values), explicit and producer-chosen timestamps."""
+    headers (none, repeated keys, null values), explicit and producer-chosen timestamps; a
+    batch boundary every ``flush_every`` records."""
     import random
 
     rnd = random.Random(seed)
@@ -467,7 +469,7 @@ def _records(topic: str, n: int, partitions: int, seed: int) -> list[dict]:
         if i % 5 != 4:
             rec["timestamp"] = base_ts + i * 7 - (300 if i % 11 == 0 else 0)
         out.append(rec)
-        if i % 40 == 39:
+        if i % flush_every == flush_every - 1:
             out.append({"op": "flush"})  # several batches per partition
     return out
 
@@ -475,7 +477,13 @@ def _records(topic: str, n: int, partitions: int, seed: int) -> list[dict]:
 @dataclass
 class KafkaWritten:
     """A data directory written by a real broker and stopped cleanly, and what Kafka's Java
-    consumer read from it before it stopped, per isolation level."""
+    consumer read from it before it stopped, per isolation level.
+
+    ``offsets`` holds Kafka's earliest (log start) and latest (log end) offset of every
+    partition of ``topics`` ("topic-partition": [start, end], from ListOffsets before the stop),
+    ``cleaned`` the log cleaner's checkpoint of each partition of ``compacted`` after its last
+    clean, and ``deleted`` the low watermarks DeleteRecords returned ("topic-partition": offset).
+    """
 
     dist: KafkaDist
     data_dir: Path
@@ -483,23 +491,29 @@ class KafkaWritten:
     expected: dict[str, list[dict]]
     stop_status: int | None
     acks: dict[str, list[dict]]
+    offsets: dict[str, list[int]] = field(default_factory=dict)
+    cleaned: dict[str, int] = field(default_factory=dict)
+    deleted: dict[str, int] = field(default_factory=dict)
+
+
+_SAVED = ("topics", "expected", "stop_status", "acks", "offsets", "cleaned", "deleted")
 
 
 @pytest.fixture(scope="session")
 def kafka_written(kafka_dist: KafkaDist, tmp_path_factory) -> KafkaWritten:
     """The broker run behind the proofs. With KAFKALOG_KAFKA_WRITTEN=DIR it is kept in DIR and
     reused by later sessions while DIR/written.json exists (to work on kafkalog against the same
-    bytes without waiting for a broker; delete DIR for a fresh run)."""
+    bytes without waiting for a broker; delete DIR for a fresh run, and after changing the
+    corpus: a saved run of another corpus is not reused)."""
     keep = os.environ.get("KAFKALOG_KAFKA_WRITTEN")
     if keep:
         saved = Path(keep) / "written.json"
         if saved.is_file():
             state = json.loads(saved.read_text())
-            if state["version"] == kafka_dist.version:
+            if state["version"] == kafka_dist.version and state.get("corpus") == CORPUS:
                 return KafkaWritten(
-                    kafka_dist, Path(keep) / "data", state["topics"], state["expected"],
-                    state["stop_status"], state["acks"],
-                )  # fmt: skip
+                    kafka_dist, Path(keep) / "data", **{k: state[k] for k in _SAVED}
+                )
         workdir = Path(keep)
         if workdir.exists():
             shutil.rmtree(workdir)
@@ -507,26 +521,84 @@ def kafka_written(kafka_dist: KafkaDist, tmp_path_factory) -> KafkaWritten:
         workdir = tmp_path_factory.mktemp("kafka-written")
     written = _write_with_kafka(kafka_dist, workdir)
     if keep:
-        state = {
-            "version": kafka_dist.version,
-            "topics": written.topics,
-            "expected": written.expected,
-            "stop_status": written.stop_status,
-            "acks": written.acks,
-        }
+        state = {"version": kafka_dist.version, "corpus": CORPUS}
+        state.update({k: getattr(written, k) for k in _SAVED})
         (workdir / "written.json").write_text(json.dumps(state))
     return written
 
 
+# Bumped whenever _write_with_kafka writes something else (a kept run of another corpus is
+# written again).
+CORPUS = 2
+
+# The broker's log cleaner wakes up every 100 ms (default 15 s) with a small dedupe buffer; the
+# retention task never runs while the broker is up (its first run an hour away), so that
+# segments below a log start offset moved by DeleteRecords stay on disk for the readers to skip.
+# The segments the cleaner replaced stay as .deleted files (Kafka deletes them a minute later,
+# or at its next start): readers must leave them out.
+WRITTEN_BROKER = {
+    "log.cleaner.backoff.ms": "100",
+    "log.cleaner.dedupe.buffer.size": str(4 << 20),
+    "log.cleaner.io.buffer.size": str(64 << 10),
+    "log.initial.task.delay.ms": "3600000",
+    "log.segment.delete.delay.ms": "3600000",
+}
+# Compacted: small segments (rolled on size: a transaction marker, stamped with the broker's
+# clock, would stop segment.ms from rolling on these 2026-01 record timestamps), any dirty byte
+# makes the log cleanable, and a tombstone or marker goes at the first clean after the one that
+# set its delete horizon (delete.retention.ms=0).
+COMPACTED = "compacted"
+COMPACTED_CONFIGS = {
+    "cleanup.policy": "compact",
+    "min.cleanable.dirty.ratio": "0.01",
+    "delete.retention.ms": "0",
+    "index.interval.bytes": "256",
+}
+COMPACTED_T0 = 1_767_312_000_000  # 2026-01-02
+DELETE_RECORDS = "delete-records"
+DELETE_RECORDS_AT = {0: 37, 1: -1}  # partition 1: up to its high watermark (all of it)
+
+
+def _segment_bytes(dist: KafkaDist, size: int) -> dict[str, str]:
+    """Segments of ``size`` bytes: Kafka 4.x refuses a segment.bytes below 1 MiB and has
+    internal.segment.bytes for that; 3.x takes segment.bytes."""
+    major = int(dist.version.split(".")[0])
+    return {"internal.segment.bytes" if major >= 4 else "segment.bytes": str(size)}
+
+
+def _keyed(partition: int, start: int, n: int, keys: int = 7, flush_every: int = 4) -> list[dict]:
+    """Records of ``compacted`` number ``start`` to ``start + n``: ``keys`` keys (k0 the empty
+    key) in turn, every fifth a tombstone, headers on some, timestamps 150 s apart."""
+    out: list[dict] = []
+    for i in range(start, start + n):
+        k = (i * 3 + partition) % keys
+        value = None if i % 5 == 3 else f"v{i} of k{k} p{partition} é ✓ ".encode() * (1 + i % 4)
+        rec = {
+            "topic": COMPACTED,
+            "partition": partition,
+            "key": b64(b"" if k == 0 else f"k{k}".encode()),
+            "value": b64(value),
+            "headers": [["n", b64(str(i).encode())], ["n", None]] if i % 4 == 1 else [],
+            "timestamp": COMPACTED_T0 + i * 150_000,
+        }
+        out.append(rec)
+        if (i - start) % flush_every == flush_every - 1:
+            out.append({"op": "flush"})
+    return out
+
+
 def _write_with_kafka(kafka_dist: KafkaDist, workdir: Path) -> KafkaWritten:
-    broker = start_broker(kafka_dist, workdir)
+    broker = start_broker(kafka_dist, workdir, **WRITTEN_BROKER)
     try:
         topics = [f"codec-{codec}" for codec in CODECS]
-        topics += ["idempotent", "log-append-time", "txn", "librdkafka"]
+        topics += ["idempotent", "log-append-time", "txn", "librdkafka", COMPACTED]
+        topics += [DELETE_RECORDS]
         for topic in topics:
-            configs = (
-                {"message.timestamp.type": "LogAppendTime"} if topic == "log-append-time" else {}
-            )
+            configs = {
+                "log-append-time": {"message.timestamp.type": "LogAppendTime"},
+                COMPACTED: {**COMPACTED_CONFIGS, **_segment_bytes(kafka_dist, 1024)},
+                DELETE_RECORDS: _segment_bytes(kafka_dist, 2048),
+            }.get(topic, {})
             broker.create_topic(topic, partitions=1 if topic == "log-append-time" else 2, **configs)
 
         # Kafka's Java producer, one after the other in one JVM (each line {"op": "producer"}
@@ -551,23 +623,175 @@ def _write_with_kafka(kafka_dist: KafkaDist, workdir: Path) -> KafkaWritten:
         lines += [{"op": "begin"}, *_records("txn", 20, 2, 14), {"op": "commit"}]
         lines += [{"op": "producer", "configs": {"compression.type": "snappy"}}]
         lines += _records("txn", 10, 2, 15)
+        # DeleteRecords' topic: small segments (2 KiB), small batches.
+        lines += [{"op": "producer", "configs": {**plain, "compression.type": "lz4"}}]
+        lines += _records(DELETE_RECORDS, 100, 2, 16, flush_every=6)
+        # The compacted topic's first round, both partitions: an idempotent producer, a
+        # transactional one (committed, aborted) and a plain one whose records roll the active
+        # segment past the transactions (the cleaner stops at the active segment).
+        lines += [{"op": "producer", "configs": idempotent}]
+        lines += [r for p in (0, 1) for r in _keyed(p, 0, 24)]
+        txn = {"compression.type": "gzip", "linger.ms": "5"}
+        lines += [{"op": "producer", "configs": txn, "transactionalId": "kafkalog-it-compacted"}]
+        lines += [{"op": "begin"}, *_keyed(0, 24, 8), *_keyed(1, 24, 8), {"op": "commit"}]
+        lines += [{"op": "begin"}, *_keyed(0, 32, 6), *_keyed(1, 32, 6), {"op": "abort"}]
+        lines += [{"op": "producer", "configs": {**plain, "compression.type": "snappy"}}]
+        lines += [r for p in (0, 1) for r in _keyed(p, 38, 10)]
         acks = kafka_dist.produce(broker.bootstrap, lines)
         # librdkafka's producer too (its batches are built by another implementation).
         _librdkafka_produce(broker.bootstrap, "librdkafka", 80)
+
+        # Kafka's cleaner cleans both partitions of `compacted` (duplicates, aborted records
+        # go; tombstones and markers get their delete horizon), then librdkafka writes a second
+        # round to partition 0 (idempotent, a committed and an aborted transaction, plain), and
+        # the cleaner cleans it again: the first round's tombstones and the markers of
+        # transactions with nothing left go too. Partition 1 stays as the first clean left it.
+        cleaned = _wait_for_clean(broker, {0: 0, 1: 0})
+        _librdkafka_compacted_round(broker.bootstrap)
+        cleaned = _wait_for_clean(broker, {0: cleaned[f"{COMPACTED}-0"] + 1})
+        cleans = _cleans(broker)
+
+        # DeleteRecords: partition 0's log start moves into a segment, partition 1's to its end.
+        deleted = _delete_records(broker.bootstrap)
 
         expected = {
             level: kafka_dist.consume(broker.bootstrap, topics, level)
             for level in ("read_uncommitted", "read_committed")
         }
+        offsets = _list_offsets(broker.bootstrap, topics)
         _commit_group_offsets(broker.bootstrap, topics)
     except BaseException:
         broker.stop(kill=True)
         raise
     status = broker.stop()
+    # No clean after the last one waited for: what Kafka's consumer read is what is on disk.
+    assert (_cleans(broker), _cleaner_checkpoint(broker.data_dir)) == (cleans, cleaned), (
+        broker.log_tail()
+    )
     by_topic: dict[str, list[dict]] = {}
     for ack in acks:
         by_topic.setdefault(ack.get("topic", "(aborted)"), []).append(ack)
-    return KafkaWritten(kafka_dist, broker.data_dir, topics, expected, status, by_topic)
+    return KafkaWritten(
+        kafka_dist, broker.data_dir, topics, expected, status, by_topic, offsets, cleaned, deleted
+    )
+
+
+def _cleaner_checkpoint(data_dir: Path) -> dict[str, int]:
+    """``cleaner-offset-checkpoint``'s entries of ``compacted`` ("compacted-P": offset)."""
+    try:
+        lines = (data_dir / "cleaner-offset-checkpoint").read_text().splitlines()
+    except FileNotFoundError:
+        return {}
+    entries = (line.split() for line in lines[2:])
+    return {f"{t}-{p}": int(o) for t, p, o in entries if t == COMPACTED}
+
+
+def _cleans(broker: KafkaBroker) -> int:
+    """How many cleans of ``compacted`` the broker's log shows (started or finished)."""
+    log = broker.log_file.read_text(errors="replace")
+    return len(re.findall(rf"Cleaner \d+: Beginning cleaning of log {COMPACTED}-", log))
+
+
+def _active_base(partition_dir: Path) -> int:
+    return max(int(f.name[:20]) for f in partition_dir.iterdir() if f.name.endswith(".log"))
+
+
+def _wait_for_clean(broker: KafkaBroker, at_least: dict[int, int]) -> dict[str, int]:
+    """Wait until Kafka's log cleaner has cleaned every partition of ``compacted`` named in
+    ``at_least`` up to its active segment (its checkpoint at the active segment's base offset,
+    and at least the offset given). Returns the checkpoint's entries."""
+    deadline = time.monotonic() + 60
+    while True:
+        checkpoint = _cleaner_checkpoint(broker.data_dir)
+        done = True
+        for p, offset in at_least.items():
+            tp = f"{COMPACTED}-{p}"
+            active = _active_base(broker.data_dir / tp)
+            done &= active >= offset and checkpoint.get(tp) == active
+        if done:
+            return checkpoint
+        if time.monotonic() > deadline:
+            raise AssertionError(
+                f"Kafka's log cleaner did not clean {COMPACTED} {sorted(at_least)} in 60 s "
+                f"(checkpoint {checkpoint}):\n{broker.log_tail()}"
+            )
+        time.sleep(0.1)
+
+
+def _librdkafka_compacted_round(bootstrap: str) -> None:
+    """The second round of ``compacted`` partition 0, by librdkafka (keys k0 to k3 only, so
+    that the first round's k4 to k6 stay): an idempotent producer, then a transactional one
+    (committed, aborted), then a plain one rolling the segment."""
+    from confluent_kafka import Producer
+
+    errors: list = []
+
+    def acked(err, msg) -> None:
+        if err is not None:
+            errors.append((err, msg.partition(), msg.key()))
+
+    def send(producer: Producer, records: list[dict]) -> None:
+        for r in records:
+            if "op" in r:
+                producer.flush(30)
+                continue
+            producer.produce(
+                COMPACTED,
+                key=base64.b64decode(r["key"]),
+                value=None if r["value"] is None else base64.b64decode(r["value"]),
+                partition=r["partition"],
+                headers=[(k, None if v is None else base64.b64decode(v)) for k, v in r["headers"]]
+                or None,
+                timestamp=r["timestamp"],
+                on_delivery=acked,
+            )
+        assert producer.flush(30) == 0 and not errors, errors
+
+    common = {"bootstrap.servers": bootstrap, "linger.ms": 5, "log_level": 0}
+    send(Producer({**common, "enable.idempotence": True, "compression.codec": "zstd"}),
+         _keyed(0, 48, 20, keys=4))  # fmt: skip
+    txn = Producer({**common, "transactional.id": "kafkalog-it-compacted-2"})
+    txn.init_transactions(30)
+    txn.begin_transaction()
+    send(txn, _keyed(0, 68, 6, keys=4))
+    txn.commit_transaction(30)
+    txn.begin_transaction()
+    send(txn, _keyed(0, 74, 5, keys=4))
+    txn.abort_transaction(30)
+    send(Producer({**common, "acks": 1, "enable.idempotence": False}), _keyed(0, 79, 9, keys=4))
+
+
+def _delete_records(bootstrap: str) -> dict[str, int]:
+    """Kafka's DeleteRecords (librdkafka's admin client) on ``delete-records``. Returns the low
+    watermarks ("topic-partition": offset)."""
+    from confluent_kafka import TopicPartition
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 0})
+    asked = [TopicPartition(DELETE_RECORDS, p, o) for p, o in DELETE_RECORDS_AT.items()]
+    futures = admin.delete_records(asked, operation_timeout=30)
+    return {
+        f"{tp.topic}-{tp.partition}": f.result(timeout=60).low_watermark
+        for tp, f in futures.items()
+    }
+
+
+def _list_offsets(bootstrap: str, topics: list[str]) -> dict[str, list[int]]:
+    """Kafka's earliest and latest offsets (ListOffsets) of every partition of ``topics``."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "kafkalog-it-offsets",
+                  "log_level": 0})  # fmt: skip
+    try:
+        md = c.list_topics(timeout=30)
+        out = {}
+        for t in topics:
+            for p in sorted(md.topics[t].partitions):
+                low, high = c.get_watermark_offsets(TopicPartition(t, p), timeout=30)
+                out[f"{t}-{p}"] = [low, high]
+        return out
+    finally:
+        c.close()
 
 
 def _librdkafka_produce(bootstrap: str, topic: str, n: int) -> None:

@@ -396,8 +396,8 @@ def test_feature_records_are_what_kafka_storage_format_writes(kafka_dist, tmp_pa
     """For each release, the FeatureLevelRecords make-bootable writes are byte for byte the ones
     ``kafka-storage format --release-version`` writes (its bootstrap file, decoded here)."""
     from kafkalog.format.internal import decode_metadata_record
-    from kafkalog.log.bootable import RELEASES, bootstrap_records
-    from kafkalog.log.file_records import FileRecords
+    from kafkalog.log.datadir.bootable import RELEASES, bootstrap_records
+    from kafkalog.log.segment.file_records import FileRecords
 
     major_minor = tuple(int(x) for x in kafka_dist.version.split(".")[:2])
     checked = 0
@@ -437,7 +437,7 @@ def test_kafka_wrote_our_bootstrap_records_byte_for_byte(booted):
     """The controller read our bootstrap records into Java objects and wrote them to its metadata
     log: the same bytes, record for record, inside its "Bootstrap records" transaction."""
     from kafkalog.format.internal import decode_metadata_record
-    from kafkalog.log.file_records import FileRecords
+    from kafkalog.log.segment.file_records import FileRecords
 
     def values(path: Path) -> list[bytes]:
         with FileRecords(str(path)) as records:

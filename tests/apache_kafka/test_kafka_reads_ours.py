@@ -204,8 +204,8 @@ def api_write(data_dir: Path, run: Run, configs: dict[str, str], batch_records: 
     (the codec cycling through all five, an idempotent producer's sequences) and appended with
     ``Log.append_as_leader``, then a clean close."""
     from kafkalog.format.builder import MemoryRecordsBuilder
-    from kafkalog.log.manager import LogManager
-    from kafkalog.log.naming import TopicPartition
+    from kafkalog.log.datadir.manager import LogManager
+    from kafkalog.log.datadir.naming import TopicPartition
 
     partitions = 1 + max(r.partition for r in run.records)
     with LogManager(data_dir, writable=True, create=True) as logs:

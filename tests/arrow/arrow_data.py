@@ -13,9 +13,9 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from kafkalog.format.builder import build_end_txn_marker_batch
 from kafkalog.format.constants import ControlRecordType
-from kafkalog.format.validator_types import AppendOrigin
-from kafkalog.log.manager import LogManager
-from kafkalog.log.naming import TopicPartition
+from kafkalog.format.validate.types import AppendOrigin
+from kafkalog.log.datadir.manager import LogManager
+from kafkalog.log.datadir.naming import TopicPartition
 
 T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 CODEC_IDS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}

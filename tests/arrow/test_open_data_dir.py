@@ -11,9 +11,9 @@ import pytest
 from arrow_data import T0, kp_records, write_topics, write_transactions
 
 import kafkalog.arrow
+from kafkalog.dataset.options import OptionError
+from kafkalog.dataset.planner import DataLossError
 from kafkalog.errors import KafkalogError
-from kafkalog.table.options import OptionError
-from kafkalog.table.planner import DataLossError
 
 PER_PARTITION = 25
 
@@ -188,8 +188,8 @@ def test_reading_imports_no_pandas(tmp_path) -> None:
     import sys
 
     from kafkalog.format import MemoryRecordsBuilder
-    from kafkalog.log.manager import LogManager
-    from kafkalog.log.naming import TopicPartition
+    from kafkalog.log.datadir.manager import LogManager
+    from kafkalog.log.datadir.naming import TopicPartition
 
     with LogManager(tmp_path, writable=True, create=True) as manager:
         manager.create_topic("t", 1, {})

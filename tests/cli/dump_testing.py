@@ -14,12 +14,7 @@ from kafka.record import MemoryRecords as KpMemoryRecords
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from kafkalog.cli import dump
-from shared_fixtures import FIXTURES, KAFKA_DATA
 
-DATA = KAFKA_DATA
-FIXTURE_SKIP = (
-    "../shared/fixtures (kafka-data, EXPECTED.json) not found: only beside the repo in CI"
-)
 CODECS = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 
 
@@ -33,14 +28,6 @@ def kp_v2_batch(base_offset: int, records: list[tuple[int, bytes | None, bytes |
     for i, (timestamp, key, value) in enumerate(records):
         builder.append(i, timestamp=timestamp, key=key, value=value, headers=[])
     return struct.pack(">q", base_offset) + bytes(builder.build())[8:]
-
-
-def have_fixtures() -> bool:
-    return (FIXTURES / "EXPECTED.json").is_file() and DATA.is_dir()
-
-
-def expected() -> dict:
-    return json.loads((FIXTURES / "EXPECTED.json").read_text())
 
 
 def run_dump(*argv: str) -> tuple[int, str, str]:

@@ -12,22 +12,18 @@ import json
 import shutil
 from pathlib import Path
 
-import pytest
-from console import kafkalog_exe as kafkalog_exe  # re-exported for the tests that start it
-from console import run_console
 from hypothesis import strategies as st
 from kafka.record import MemoryRecords as KpRecords
 from kafka.record import MemoryRecordsBuilder as KpBuilder
 
 from kafkalog.cli.main import main
 from kafkalog.log.clock import MockClock
-from kafkalog.log.manager import LogManager
-from shared_fixtures import KAFKA_DATA
+from kafkalog.log.datadir.manager import LogManager
+
+from .console import kafkalog_exe as kafkalog_exe  # re-exported for the tests that start it
+from .console import run_console
 
 T0 = 1_700_000_000_000
-needs_fixtures = pytest.mark.skipif(
-    not KAFKA_DATA.is_dir(), reason="../shared/fixtures is only present beside the repository"
-)
 
 
 def file_damage(*, max_zeros: int, junk: bool = False) -> st.SearchStrategy[tuple[str, int, int]]:

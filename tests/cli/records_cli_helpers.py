@@ -7,16 +7,15 @@ from __future__ import annotations
 import io
 import json
 import subprocess
-import sys
 from contextlib import redirect_stderr
 from dataclasses import dataclass
 from pathlib import Path
 
-from console import kafkalog_exe, run_console
 from kafka.record import MemoryRecords as KpMemoryRecords
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "arrow"))
-from arrow_data import T0, kp_records  # shared with the Arrow API tests
+from arrow.arrow_data import T0, kp_records  # shared with the Arrow API tests
+
+from .console import kafkalog_exe, run_console
 
 __all__ = ["T0", "KpBatch", "cli", "json_lines", "kafkalog_exe", "kp_batches", "kp_records",
            "main_in_process"]  # fmt: skip

@@ -6,7 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from operate_support import build, copy, digest, json_lines, kp_records, run_main, run_script
+
+from .operate_support import build, copy, digest, json_lines, kp_records, run_main, run_script
 
 
 @pytest.fixture(scope="module")

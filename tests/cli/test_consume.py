@@ -15,7 +15,10 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from records_cli_helpers import (
+
+from kafkalog.log.datadir.manager import LogManager
+
+from .records_cli_helpers import (
     T0,
     cli,
     json_lines,
@@ -23,10 +26,6 @@ from records_cli_helpers import (
     kp_records,
     main_in_process,
 )
-
-from kafkalog.log.manager import LogManager
-
-ARROW_TESTS = Path(__file__).resolve().parents[1] / "arrow"
 
 
 def _bytes(shown, encoding):
@@ -81,10 +80,7 @@ def test_produce_then_consume_round_trips(capsysbinary, recs, codec):
 
 @pytest.fixture(scope="module")
 def data_dir(tmp_path_factory):
-    import sys
-
-    sys.path.insert(0, str(ARROW_TESTS))
-    from arrow_data import write_topics, write_transactions
+    from arrow.arrow_data import write_topics, write_transactions
 
     root = tmp_path_factory.mktemp("consume") / "data"
     write_topics(root, {"orders": 2}, 20)
@@ -263,7 +259,7 @@ def test_corrupt_batch_is_reported_with_file_and_position(data_dir, tmp_path, ca
 def test_read_committed_warns_when_a_txnindex_is_missing(data_dir, tmp_path, capsysbinary):
     import shutil
 
-    from records_cli_helpers import kp_batches
+    from .records_cli_helpers import kp_batches
 
     copy = tmp_path / "copy"
     shutil.copytree(data_dir, copy)

@@ -15,20 +15,12 @@ from pathlib import Path
 
 import pytest
 from kafka.record.memory_records import MemoryRecords as KpMemoryRecords
-from records_cli_helpers import main_in_process
 
-from shared_fixtures import FIXTURES, KAFKA_DATA
+from shared_fixtures import DATA_DIRS, EXPECTED, KAFKA_DATA, MISSING, requires_shared_fixtures
 
-if not (FIXTURES / "EXPECTED.json").is_file() or not KAFKA_DATA.is_dir():
-    pytest.skip(
-        "../shared/fixtures (EXPECTED.json, kafka-data) not found: the real-broker fixtures are "
-        "only present beside the repository in CI",
-        allow_module_level=True,
-    )
+from .records_cli_helpers import main_in_process
 
-EXPECTED = json.loads((FIXTURES / "EXPECTED.json").read_text())["logs"]
-MISSING = json.loads((FIXTURES / "MISSING.json").read_text())
-DIRS = sorted(p.name for p in KAFKA_DATA.iterdir() if p.is_dir())
+pytestmark = requires_shared_fixtures
 
 
 def digest_line(offset, ts, key: bytes | None, value: bytes | None, n_headers: int) -> str:
@@ -74,7 +66,7 @@ def _bytes(shown, encoding) -> bytes | None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", DIRS)
+@pytest.mark.parametrize("name", DATA_DIRS)
 def test_consume_matches_expected(name, capsysbinary):
     root = KAFKA_DATA / name
     lossy = any(f.endswith(".log") for f in MISSING.get(name, []))
@@ -101,7 +93,7 @@ def test_consume_matches_expected(name, capsysbinary):
             rel = f"{name}/{part.name}/{segment.name}"
             every, visible = kafka_python_view(segment)
             digest = hashlib.sha256("".join(every).encode()).hexdigest()
-            assert digest == EXPECTED[rel]["record_digest"], rel  # kafka-python agrees
+            assert digest == EXPECTED["logs"][rel]["record_digest"], rel  # kafka-python agrees
             want[tp] += [line for offset, line in visible if offset >= starts.get(tp, 0)]
     assert {tp: lines for tp, lines in got.items() if lines} == {
         tp: lines for tp, lines in want.items() if lines

@@ -15,9 +15,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from console import kafkalog_exe, run_console
 from crc32c import crc32c
-from dump_testing import kafka_dump_log_lines, run_dump
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from kafka.record import MemoryRecords as KpMemoryRecords
@@ -25,6 +23,9 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.legacy_records import LegacyRecordBatchBuilder
 
 from kafkalog.cli import dump_log
+
+from .console import kafkalog_exe, run_console
+from .dump_testing import kafka_dump_log_lines, run_dump
 
 CODEC_IDS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 

@@ -17,10 +17,11 @@ from pathlib import Path
 
 import pytest
 from crc32c import crc32c
-from dump_testing import run_dump
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kafka.record.legacy_records import LegacyRecordBatchBuilder
+
+from .dump_testing import run_dump
 
 SEGMENT = "00000000000000000000.log"
 

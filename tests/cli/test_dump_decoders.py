@@ -14,19 +14,18 @@ import struct
 from pathlib import Path
 
 import pytest
-from dump_testing import (
-    DATA,
-    FIXTURE_SKIP,
-    Flexible,
-    have_fixtures,
-    json_lines,
-    kp_v2_batch,
-    run_dump,
-)
 from kafka.protocol.old.types import Array, Bytes, Int8, Int16, Int32, Int64, Schema, String
 from kafka.record import MemoryRecords as KpMemoryRecords
 
 from kafkalog.cli.dump_kafka_json import java_json
+from shared_fixtures import KAFKA_DATA, requires_shared_fixtures
+
+from .dump_testing import (
+    Flexible,
+    json_lines,
+    kp_v2_batch,
+    run_dump,
+)
 
 STR = String("utf-8")
 
@@ -249,18 +248,18 @@ def offsets_texts(key: bytes, value: bytes | None) -> tuple[str, str]:
 
 def _offsets_logs() -> list[Path]:
     chosen = {}
-    for path in sorted(DATA.glob("*/__consumer_offsets-*/*.log")):
+    for path in sorted(KAFKA_DATA.glob("*/__consumer_offsets-*/*.log")):
         size = path.stat().st_size
         if size and size < 200_000:
             fixture = path.parts[-3]
             if fixture not in chosen or size > chosen[fixture].stat().st_size:
                 chosen[fixture] = path  # the largest small log of each fixture
     # and every one of a Kafka 4 broker's (value version 4, flexible)
-    kafka4 = DATA.glob("ronem123+rupia-transaction-service/__consumer_offsets-*/*.log")
+    kafka4 = KAFKA_DATA.glob("ronem123+rupia-transaction-service/__consumer_offsets-*/*.log")
     return sorted(set(chosen.values()) | {p for p in kafka4 if p.stat().st_size})
 
 
-@pytest.mark.skipif(not have_fixtures(), reason=FIXTURE_SKIP)
+@requires_shared_fixtures
 def test_offsets_decoder_matches_kafka_dump_log_on_fixtures() -> None:
     paths = _offsets_logs()
     assert len(paths) >= 8

@@ -13,12 +13,13 @@ import time
 from pathlib import Path
 
 import pytest
-from console import kafkalog_exe
-from dump_testing import json_lines, kp_v2_batch, run_dump
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kafkalog.format.crc import crc32c
+
+from .console import kafkalog_exe
+from .dump_testing import json_lines, kp_v2_batch, run_dump
 
 BASE = 100
 

@@ -11,25 +11,24 @@ import struct
 from pathlib import Path
 
 import pytest
-from console import run_console
-from dump_testing import (
+from kafka.record import MemoryRecords as KpMemoryRecords
+
+from shared_fixtures import KAFKA_DATA, requires_shared_fixtures
+
+from .console import run_console
+from .dump_testing import (
     CODECS,
-    DATA,
-    FIXTURE_SKIP,
-    expected,
-    have_fixtures,
     json_lines,
     kafka_dump_log_lines,
     run_dump,
 )
-from kafka.record import MemoryRecords as KpMemoryRecords
 
-pytestmark = pytest.mark.skipif(not have_fixtures(), reason=FIXTURE_SKIP)
+pytestmark = requires_shared_fixtures
 
 
 @pytest.fixture(scope="module")
-def facts() -> dict:
-    return expected()
+def facts(shared_fixtures) -> dict:
+    return shared_fixtures.expected
 
 
 def _small_logs(facts: dict, limit: int) -> list[str]:
@@ -43,7 +42,7 @@ def _small_logs(facts: dict, limit: int) -> list[str]:
 def test_text_matches_kafka_dump_log_lines_on_small_fixture_logs(facts: dict) -> None:
     names = _small_logs(facts, 16384)
     assert len(names) > 200
-    paths = [str(DATA / name) for name in names]
+    paths = [str(KAFKA_DATA / name) for name in names]
     status, out, err = run_dump("--deep-iteration", "--print-data-log", *paths)
     assert status == 0, err
     expected_lines: list[str] = []
@@ -70,7 +69,7 @@ def test_text_matches_kafka_dump_log_lines_on_small_fixture_logs(facts: dict) ->
 def test_metadata_lines_match_kafka_dump_log_on_fixture_logs(facts: dict) -> None:
     """--deep-iteration without data: large batches print from the fast path's columns."""
     names = _small_logs(facts, 1 << 20)
-    paths = [str(DATA / name) for name in names if name.endswith(".log")]
+    paths = [str(KAFKA_DATA / name) for name in names if name.endswith(".log")]
     assert any(f["records"] / max(1, f["batches"]) >= 16 for f in map(facts["logs"].get, names))
     status, out, err = run_dump("--deep-iteration", *paths)
     assert status == 0, err
@@ -86,7 +85,7 @@ def test_console_script_prints_the_same_golden_lines(facts: dict) -> None:
     # The in-process runs above, once through the installed command (entry point, stdout
     # encoding and buffering included), on a few logs of different shapes.
     names = _small_logs(facts, 4096)[:: max(1, len(_small_logs(facts, 4096)) // 12)]
-    paths = [str(DATA / name) for name in names]
+    paths = [str(KAFKA_DATA / name) for name in names]
     proc = run_console("dump", "--deep-iteration", *paths, status=0)
     want = []
     for path in paths:
@@ -111,7 +110,7 @@ def test_console_script_prints_the_same_golden_lines(facts: dict) -> None:
     ],
 )
 def test_text_matches_kafka_dump_log_lines_on_feature_files(name: str) -> None:
-    path = DATA / name
+    path = KAFKA_DATA / name
     status, out, err = run_dump("--deep-iteration", str(path))
     assert status == 0, err
     lines = out.splitlines()
@@ -148,7 +147,7 @@ def _digests(objects: list[dict]) -> tuple[str, str]:
 
 
 def _check_json_against_expected(facts: dict, names: list[str]) -> None:
-    paths = [str(DATA / name) for name in names]
+    paths = [str(KAFKA_DATA / name) for name in names]
     status, out, err = run_dump("--json", "--deep-iteration", *paths)
     assert status in (0, 1), err
     objects = json_lines(out)
@@ -202,7 +201,7 @@ def test_index_text_and_json_entries(facts: dict, kind: str, entry: str) -> None
     names = _index_files(facts, kind)
     assert names
     for name in names:
-        path = DATA / name
+        path = KAFKA_DATA / name
         base = int(path.name.split(".")[0])
         entries = _index_entries(path.read_bytes(), base, entry)
         fact = facts["indexes"][name]
@@ -250,7 +249,7 @@ def _kafka_time_index_problems(index_path: Path) -> int:
 def test_verify_index_only_flags_exactly_what_kafka_dump_log_would(facts: dict) -> None:
     for kind in ("index", "timeindex"):
         for name in _index_files(facts, kind):
-            path = DATA / name
+            path = KAFKA_DATA / name
             status, out, err = run_dump("--verify-index-only", str(path))
             assert out == f"Dumping {path}\n", name
             if kind == "index":
@@ -274,14 +273,14 @@ def test_indexes_whose_log_is_missing_are_dumped_and_reported(facts: dict) -> No
     for name in names:
         if not re.search(r"\.(index|timeindex)$", name):
             continue
-        status, out, err = run_dump(str(DATA / name))
+        status, out, err = run_dump(str(KAFKA_DATA / name))
         assert status == 1 and "does not exist" in err
         assert len(out.splitlines()) == 1 + facts["indexes"][name]["entries"]
 
 
 def test_producer_snapshots_text_and_json(facts: dict) -> None:
     names = sorted(n for n, f in facts["indexes"].items() if f["kind"] == "producer-snapshot")
-    paths = [str(DATA / n) for n in names]
+    paths = [str(KAFKA_DATA / n) for n in names]
     status, out, err = run_dump(*paths)
     assert status == 0, err
     expected_lines = []
@@ -308,7 +307,7 @@ def test_producer_snapshots_text_and_json(facts: dict) -> None:
     assert out.splitlines() == expected_lines
     for name in names:
         fact = facts["indexes"][name]
-        objs = json_lines(run_dump("--json", str(DATA / name))[1])
+        objs = json_lines(run_dump("--json", str(KAFKA_DATA / name))[1])
         entries = [o for o in objs if o["type"] == "producerEntry"]
         assert len(entries) == fact["producer_entries"]
         sample = [
@@ -342,7 +341,7 @@ def test_cluster_metadata_decoder_types_match_expected(facts: dict) -> None:
     )
     assert names
     status, out, err = run_dump(
-        "--json", "--cluster-metadata-decoder", *(str(DATA / n) for n in names)
+        "--json", "--cluster-metadata-decoder", *(str(KAFKA_DATA / n) for n in names)
     )
     assert status == 0, err
     objects = json_lines(out)
@@ -365,7 +364,9 @@ def test_cluster_metadata_decoder_types_match_expected(facts: dict) -> None:
 
 def test_leftover_files_are_dumped(facts: dict) -> None:
     leftovers = sorted(
-        p for p in DATA.rglob("*") if re.search(r"\.(log|index|timeindex)\.(swap|cleaned)$", p.name)
+        p
+        for p in KAFKA_DATA.rglob("*")
+        if re.search(r"\.(log|index|timeindex)\.(swap|cleaned)$", p.name)
     )
     assert leftovers
     for path in leftovers:

@@ -8,8 +8,9 @@ import struct
 from pathlib import Path
 
 import pytest
-from console import run_console
-from dump_testing import json_lines, kp_v2_batch, run_dump
+
+from .console import run_console
+from .dump_testing import json_lines, kp_v2_batch, run_dump
 
 T0 = 1_700_000_000_000
 

@@ -5,16 +5,15 @@ from __future__ import annotations
 
 import base64
 import json
-import sys
 from pathlib import Path
 
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import pytest
-from records_cli_helpers import T0, json_lines, kp_records, main_in_process
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "arrow"))
-from arrow_data import write_topics, write_transactions  # the Arrow API tests' data
+from arrow.arrow_data import write_topics, write_transactions  # the Arrow API tests' data
+
+from .records_cli_helpers import T0, json_lines, kp_records, main_in_process
 
 PER_PARTITION = 30
 
@@ -144,7 +143,7 @@ def test_progress_bar_on_a_terminal_only(data_dir, tmp_path):
     import os
     import subprocess
 
-    from console import kafkalog_exe, run_on_terminal
+    from .console import kafkalog_exe, run_on_terminal
 
     env = {**os.environ, "KAFKALOG_PROGRESS_THRESHOLD": "1"}
     env.pop("KAFKALOG_PROGRESS", None)

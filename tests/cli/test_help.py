@@ -17,14 +17,15 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from console import kafkalog_exe, run_console
 from kafka.record import MemoryRecordsBuilder as KpBuilder
 
 from kafkalog.cli.main import COMMANDS, main
 from kafkalog.log.clock import MockClock
-from kafkalog.log.manager import LogManager
-from kafkalog.log.naming import TopicPartition
-from shared_fixtures import KAFKA_DATA
+from kafkalog.log.datadir.manager import LogManager
+from kafkalog.log.datadir.naming import TopicPartition
+from shared_fixtures import KAFKA_DATA, REASON
+
+from .console import kafkalog_exe, run_console
 
 T0 = 1_768_435_200_000  # 2026-01-15T00:00:00Z: inside the time ranges the examples use
 HOUR = 3_600_000
@@ -177,7 +178,7 @@ def test_example_runs_as_printed(
     workspace: Path, tmp_path: Path, command: str, example: str
 ) -> None:
     if "__cluster_metadata-0/" in example and not (workspace / "__cluster_metadata-0").exists():
-        pytest.skip("a KRaft snapshot comes from ../shared/fixtures, not present here")
+        pytest.skip(REASON)  # the KRaft snapshot comes from the real-broker fixtures
     if "| jq " in example and shutil.which("jq") is None:
         pytest.skip("jq is not installed")
     writes = any(word in example for word in ("--apply", "produce", "rebuild-index"))

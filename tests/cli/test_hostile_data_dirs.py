@@ -16,11 +16,12 @@ import struct
 from pathlib import Path
 
 import pytest
-from console import run_console
 from crc32c import crc32c
-from records_cli_helpers import kp_batches, main_in_process
 
-from kafkalog.log.dir_lock import DataDirLock
+from kafkalog.log.datadir.dir_lock import DataDirLock
+
+from .console import run_console
+from .records_cli_helpers import kp_batches, main_in_process
 
 SEGMENT = "00000000000000000000.log"
 

@@ -15,9 +15,10 @@ import struct
 
 import pytest
 from kafka.partitioner.default import murmur2 as kp_murmur2
-from records_cli_helpers import T0, cli, json_lines, kp_batches, main_in_process
 
-from kafkalog.log.manager import LogManager
+from kafkalog.log.datadir.manager import LogManager
+
+from .records_cli_helpers import T0, cli, json_lines, kp_batches, main_in_process
 
 CODECS = {"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
 

@@ -9,10 +9,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from console import run_on_terminal
-from operate_support import build, kafkalog_exe, run_main
 
 from kafkalog.cli.progress import THRESHOLD_BYTES, Progress
+
+from .console import run_on_terminal
+from .operate_support import build, kafkalog_exe, run_main
 
 
 class FakeTerminal(io.StringIO):

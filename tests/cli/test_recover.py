@@ -9,7 +9,13 @@ from pathlib import Path
 
 import pytest
 from kafka.record import MemoryRecordsBuilder as KpBuilder
-from operate_support import (
+
+from kafkalog.format import ControlRecordType, build_end_txn_marker_batch
+from kafkalog.format.validate.types import AppendOrigin
+from kafkalog.log.clock import MockClock
+from kafkalog.log.datadir.manager import LogManager
+
+from .operate_support import (
     T0,
     batch_positions,
     build,
@@ -20,11 +26,6 @@ from operate_support import (
     run_main,
     run_script,
 )
-
-from kafkalog.format import ControlRecordType, build_end_txn_marker_batch
-from kafkalog.format.validator_types import AppendOrigin
-from kafkalog.log.clock import MockClock
-from kafkalog.log.manager import LogManager
 
 
 @pytest.fixture(scope="module")

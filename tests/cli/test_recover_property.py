@@ -12,12 +12,13 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from operate_support import build, damaged, file_damage
 
 from kafkalog.log.clock import MockClock
-from kafkalog.log.log import Log
-from kafkalog.log.recovery_plan import TRUNCATE, plan_recovery
-from kafkalog.log.verify import verify
+from kafkalog.log.partition.log import Log
+from kafkalog.log.partition.recovery_plan import TRUNCATE, plan_recovery
+from kafkalog.log.verify.data_dir import verify
+
+from .operate_support import build, damaged, file_damage
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,13 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from operate_support import (
+
+from kafkalog.log.clock import MockClock
+from kafkalog.log.datadir.checkpoints import read_leader_epoch_checkpoint, read_offset_checkpoint
+from kafkalog.log.datadir.manager import LogManager
+from kafkalog.log.datadir.naming import TopicPartition
+
+from .operate_support import (
     SMALL_SEGMENTS,
     T0,
     batch_positions,
@@ -25,11 +31,6 @@ from operate_support import (
     kp_records,
     run_main,
 )
-
-from kafkalog.log.checkpoints import read_leader_epoch_checkpoint, read_offset_checkpoint
-from kafkalog.log.clock import MockClock
-from kafkalog.log.manager import LogManager
-from kafkalog.log.naming import TopicPartition
 
 EPOCHS = [0, 0, 2, 2, 2, 5, 5, 7, 7, 7] * 3  # the leader epoch of each batch, in order
 
@@ -192,7 +193,7 @@ def test_recover_counts_the_records_a_cut_loses(valid_dir: Path, tmp_path: Path)
 @settings(max_examples=12, deadline=None)
 @given(epochs=st.lists(st.integers(0, 6), min_size=1, max_size=12))
 def test_rebuilt_leader_epochs_follow_the_batches(epochs: list[int]) -> None:
-    from kafkalog.log.leader_epoch_repair import rebuild_leader_epoch_checkpoint
+    from kafkalog.log.partition.leader_epoch_repair import rebuild_leader_epoch_checkpoint
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "data"
@@ -222,7 +223,7 @@ def test_a_marker_producer_state_cannot_take(tmp_path: Path, damage: str) -> Non
 
     from kafkalog.format import ControlRecordType
     from kafkalog.format.builder import build_end_txn_marker_batch
-    from kafkalog.format.validator_types import AppendOrigin
+    from kafkalog.format.validate.types import AppendOrigin
 
     root = tmp_path / "data"
     with LogManager(root, writable=True, create=True, clock=MockClock(now_ms=T0)) as manager:

@@ -7,7 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
-from operate_support import T0, build, copy, digest, json_lines, kp_records, run_main, run_script
+
+from .operate_support import T0, build, copy, digest, json_lines, kp_records, run_main, run_script
 
 RETENTION_MS = 20
 

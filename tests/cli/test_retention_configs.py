@@ -9,19 +9,19 @@ import shutil
 from pathlib import Path
 
 import pytest
-from operate_support import (
-    KAFKA_DATA,
+
+from kafkalog.log.datadir.manager import TOPICS_FILE_NAME
+from shared_fixtures import KAFKA_DATA, requires_shared_fixtures
+
+from .operate_support import (
     T0,
     build,
     copy,
     digest,
     json_lines,
     kp_records,
-    needs_fixtures,
     run_main,
 )
-
-from kafkalog.log.manager import TOPICS_FILE_NAME
 
 WEEK_MS = 7 * 24 * 3600 * 1000  # Kafka's default retention.ms
 
@@ -81,7 +81,7 @@ def test_apply_refuses_to_delete_by_assumed_configs(data_dir: Path) -> None:
     assert sorted((data_dir / "__consumer_offsets-0").glob("*.log"))[0].stat().st_size > 0
 
 
-@needs_fixtures
+@requires_shared_fixtures
 def test_a_real_broker_copy_without_metadata_keeps_its_offsets_topic(tmp_path: Path) -> None:
     source = KAFKA_DATA / "xpxwo100+bullShit"
     if not source.is_dir():

@@ -3,26 +3,25 @@ independent decoder's counts), the table, and the plot."""
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from pathlib import Path
 
 import pytest
-from operate_support import (
+
+from shared_fixtures import EXPECTED, KAFKA_DATA, MISSING, requires_shared_fixtures
+
+from .operate_support import (
     build,
     digest,
     json_lines,
-    needs_fixtures,
     run_main,
     run_script,
 )
 
-from shared_fixtures import FIXTURES, KAFKA_DATA
-
 
 def expected_partitions() -> dict[tuple[str, str], dict]:
     """EXPECTED.json's per-file facts summed per partition directory (segment .log files)."""
-    logs = json.loads((FIXTURES / "EXPECTED.json").read_text())["logs"]
+    logs = EXPECTED["logs"]
     found: dict[tuple[str, str], dict] = defaultdict(
         lambda: {
             "records": 0,
@@ -58,7 +57,7 @@ def lost_partitions(name: str) -> set[str]:
     index remains, not below the partition's first present ``.log`` (what every reader reports
     as missing offsets; below it, Kafka's loader deletes the orphan index)."""
     lost = set()
-    for rel in json.loads((FIXTURES / "MISSING.json").read_text()).get(name, []):
+    for rel in MISSING.get(name, []):
         partition, file_name = rel.split("/")
         stem, kind = file_name.split(".", 1)
         directory = KAFKA_DATA / name / partition
@@ -69,7 +68,7 @@ def lost_partitions(name: str) -> set[str]:
     return lost
 
 
-@needs_fixtures
+@requires_shared_fixtures
 def test_fixture_numbers_match_expected_json() -> None:
     expected = expected_partitions()
     checked = 0

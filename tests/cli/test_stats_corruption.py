@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from operate_support import build, damaged, file_damage
 
 from kafkalog.cli.main import main
+
+from .operate_support import build, damaged, file_damage
 
 COMMANDS = [
     ["stats", "--json"],

@@ -9,7 +9,8 @@ import struct
 from pathlib import Path
 
 import pytest
-from operate_support import batch_positions, build, copy, json_lines, kp_records, run_main
+
+from .operate_support import batch_positions, build, copy, json_lines, kp_records, run_main
 
 
 @pytest.fixture(scope="module")

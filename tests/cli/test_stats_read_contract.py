@@ -16,9 +16,10 @@ import struct
 from pathlib import Path
 
 import pytest
-from operate_support import batch_positions, build, copy, json_lines, kp_records, run_main
 
 from kafkalog.format.crc import crc32c
+
+from .operate_support import batch_positions, build, copy, json_lines, kp_records, run_main
 
 INT64_MAX = (1 << 63) - 1
 INT32_MAX = (1 << 31) - 1
@@ -217,7 +218,7 @@ def test_an_open_that_trusted_a_bad_index_is_retried_from_the_log(
 ) -> None:
     # A read-only open that follows the active segment's .index to a position outside the file
     # fails (pread: EINVAL); stats opens the partition again with the offset indexes set aside.
-    from kafkalog.log.log import Log
+    from kafkalog.log.partition.log import Log
 
     read_end = Log._read_log_end_offset
 

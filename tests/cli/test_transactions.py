@@ -8,12 +8,14 @@ from pathlib import Path
 
 import pytest
 from kafka.record import MemoryRecordsBuilder as KpBuilder
-from operate_support import KAFKA_DATA, T0, json_lines, kp_batches, needs_fixtures, run_main
 
 from kafkalog.format import ControlRecordType, build_end_txn_marker_batch
-from kafkalog.format.validator_types import AppendOrigin
+from kafkalog.format.validate.types import AppendOrigin
 from kafkalog.log.clock import MockClock
-from kafkalog.log.manager import LogManager
+from kafkalog.log.datadir.manager import LogManager
+from shared_fixtures import KAFKA_DATA, requires_shared_fixtures
+
+from .operate_support import T0, json_lines, kp_batches, run_main
 
 CONTROL_TYPES = {0: "aborted", 1: "committed"}
 
@@ -142,7 +144,7 @@ def test_a_deleted_txnindex_is_a_problem_until_rebuilt(data_dir: Path, tmp_path:
     run_main("transactions", "--now-ms", T0, root, status=0)
 
 
-@needs_fixtures
+@requires_shared_fixtures
 def test_committed_transactions_of_a_real_broker() -> None:
     data_dir = KAFKA_DATA / "Danielowo2000+BigDataTechnologies-Version-2"
     part = data_dir / "_confluent-ksql-default__command_topic-0"

@@ -16,18 +16,16 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from console import run_console
 from kafka.record import MemoryRecordsBuilder as KpBuilder
 
 from kafkalog.format.crc import crc32c
 from kafkalog.log.clock import MockClock
-from kafkalog.log.manager import LogManager
-from shared_fixtures import KAFKA_DATA
+from kafkalog.log.datadir.manager import LogManager
+from shared_fixtures import KAFKA_DATA, MISSING, requires_shared_fixtures
+
+from .console import run_console
 
 T0 = 1_700_000_000_000
-needs_fixtures = pytest.mark.skipif(
-    not KAFKA_DATA.is_dir(), reason="../shared/fixtures is only present beside the repository"
-)
 
 
 def run(*args: str | Path, status: int, script: bool = False) -> subprocess.CompletedProcess:
@@ -172,7 +170,7 @@ def test_usage_and_io_errors(data_dir: Path) -> None:
     assert "required" in run(status=2).stderr
 
 
-@needs_fixtures
+@requires_shared_fixtures
 def test_real_broker_data_dirs(tmp_path: Path) -> None:
     # Warnings only: the active segments' indexes are missing from this copy.
     out = run(KAFKA_DATA / "BiggerBrain+kafka", status=0).stdout
@@ -249,13 +247,13 @@ def test_corruption_suite(damage, data_dir: Path) -> None:
     assert status == (1 if severity == "error" else 0)
 
 
-@needs_fixtures
+@requires_shared_fixtures
 def test_fixture_errors_are_exactly_the_missing_files() -> None:
     """Every real broker's dir verifies without error, except where MISSING.json's files leave
     a gap (a .log gone while its indexes remain)."""
     from kafkalog.cli.main import main
 
-    missing = json.loads((KAFKA_DATA.parent / "MISSING.json").read_text())
+    missing = MISSING
     for data_dir in sorted(p for p in KAFKA_DATA.iterdir() if p.is_dir()):
         out = io.StringIO()
         with contextlib.redirect_stdout(out):

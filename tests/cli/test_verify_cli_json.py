@@ -9,9 +9,10 @@ import json
 from pathlib import Path
 
 import pytest
-from operate_support import build, run_main, run_script
 
 from kafkalog.cli.main import main
+
+from .operate_support import build, run_main, run_script
 
 
 @pytest.fixture(scope="module")

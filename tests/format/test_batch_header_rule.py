@@ -1,5 +1,5 @@
 """The v2 batch header rule (``kafkalog.format.offsets_rule.check_batch_header``) and the header
-walk that applies it (``kafkalog.log.entry_walk.SegmentWalk``).
+walk that applies it (``kafkalog.log.segment.entry_walk.SegmentWalk``).
 
 The rules are Kafka's DefaultRecordBatch's, none of which needs a record decoded:
 lastOffsetDelta >= 0; 0 <= recordsCount <= lastOffsetDelta + 1 (records have distinct offset
@@ -21,7 +21,7 @@ from kafkalog.errors import CorruptRecordError, InvalidRecordError
 from kafkalog.format.crc import crc32c
 from kafkalog.format.entries import Tail
 from kafkalog.format.offsets_rule import check_batch_header
-from kafkalog.log.entry_walk import SegmentWalk
+from kafkalog.log.segment.entry_walk import SegmentWalk
 
 INT32_MAX = (1 << 31) - 1
 

@@ -30,14 +30,13 @@ from kafkalog.format.internal.consumer_offsets_encode import (
     encode_offset_commit_key,
     encode_offset_commit_value,
 )
-from kafkalog.format.internal.schema import read_message
-from kafkalog.format.internal.schema_writer import write_message
 from kafkalog.format.internal.transaction_state import TRANSACTION_LOG_VALUE
 from kafkalog.format.internal.transaction_state_encode import (
     encode_transaction_log_key,
     encode_transaction_log_value,
 )
-from shared_fixtures import KAFKA_DATA
+from kafkalog.format.message import read_message, write_message
+from shared_fixtures import KAFKA_DATA, requires_shared_fixtures
 
 
 def s16(text: str | None) -> bytes:
@@ -158,8 +157,6 @@ PER_FILE = 300  # kinds and versions repeat; the first records of each file cove
 @functools.cache
 def _fixture_records() -> list[tuple[Path, bytes, bytes | None]]:
     """Distinct (key, value) pairs of real __consumer_offsets logs, the first PER_FILE of each."""
-    if not KAFKA_DATA.is_dir():
-        return []
     from kafka.record import MemoryRecords
 
     found, seen = [], set()
@@ -177,10 +174,9 @@ def _fixture_records() -> list[tuple[Path, bytes, bytes | None]]:
     return found
 
 
+@requires_shared_fixtures
 def test_real_consumer_offsets_records_reencode_to_the_same_bytes():
     records = _fixture_records()
-    if not records:
-        pytest.skip("../shared/fixtures not found: real __consumer_offsets data is absent")
     seen = set()
     for path, key, value in records:
         (record_type,) = struct.unpack_from(">h", key)
@@ -197,10 +193,9 @@ def test_real_consumer_offsets_records_reencode_to_the_same_bytes():
     assert {(1, 3), (1, 4), (2, 3)} <= seen, seen
 
 
+@requires_shared_fixtures
 def test_real_offset_commits_match_our_encoder():
     records = _fixture_records()
-    if not records:
-        pytest.skip("../shared/fixtures not found: real __consumer_offsets data is absent")
     checked = 0
     for _, key, value in records:
         decoded_key = decode_consumer_offsets_key(key)

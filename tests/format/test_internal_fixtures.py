@@ -18,16 +18,6 @@ import uuid
 from collections import Counter
 
 import pytest
-
-from shared_fixtures import FIXTURES, KAFKA_DATA
-
-if not (FIXTURES / "EXPECTED.json").is_file() or not KAFKA_DATA.is_dir():
-    pytest.skip(
-        "../shared/fixtures not found: the real-broker fixtures are only present beside the "
-        "repository in CI",
-        allow_module_level=True,
-    )
-
 from kafka.record import MemoryRecords
 
 from kafkalog.format.internal import (
@@ -39,8 +29,11 @@ from kafkalog.format.internal import (
     decode_metadata_record,
     to_json_safe,
 )
+from shared_fixtures import EXPECTED, KAFKA_DATA, requires_shared_fixtures
 
-EXPECTED_LOGS: dict[str, dict] = json.loads((FIXTURES / "EXPECTED.json").read_text())["logs"]
+pytestmark = requires_shared_fixtures
+
+EXPECTED_LOGS: dict[str, dict] = EXPECTED.get("logs", {})
 
 
 def is_kraft(path: str) -> bool:

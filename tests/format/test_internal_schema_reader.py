@@ -9,7 +9,7 @@ import uuid
 import pytest
 
 from kafkalog.errors import CorruptRecordError
-from kafkalog.format.internal.schema import Versions, message, read_message
+from kafkalog.format.message import Message, Versions, read_message
 
 
 def uv(n: int) -> bytes:
@@ -38,29 +38,31 @@ def read(msg, data: bytes, version: int) -> dict:
     return fields
 
 
-ALL_TYPES = message(
+ALL_TYPES = Message(
     "AllTypes",
     "0-1",
-    flexible="1+",
-    fields=(
-        "a int8 0+",
-        "b int16 0+",
-        "c uint16 0+",
-        "d int32 0+",
-        "e uint32 0+",
-        "f int64 0+",
-        "g float64 0+",
-        "h bool 0+",
-        "i uuid 0+",
-        "j string 0+",
-        "k string 0+ ?0+",
-        "l bytes 0+",
-        "m bytes 0+ ?0+",
-        "n []int32 0+",
-        "o []string 0+",
-        ("p []Item 0+", ("x int16 0+", "y string 0+")),
-        "q []int64 0+ ?0+",
-    ),
+    "1+",
+    """
+a int8
+b int16
+c uint16
+d int32
+e uint32
+f int64
+g float64
+h bool
+i uuid
+j string
+k string ? =""
+l bytes
+m bytes ? =""
+n [int32]
+o [string]
+p []
+  x int16
+  y string
+q [int64] ? =[]
+""",
 )
 
 UUID_BYTES = bytes(range(16))
@@ -138,19 +140,21 @@ def test_flexible_encoding_uses_compact_lengths_and_tag_sections():
     assert got["q"] == [11]
 
 
-TAGGED = message(
+TAGGED = Message(
     "Tagged",
     "0-2",
-    flexible="1+",
-    fields=(
-        "id int32 0+",
-        "name string 2+ =anon",
-        "epoch int32 1+ #0@1+ =-1",
-        "note string 1+ ?1+ #1@1+ =null",
-        ("extra Extra 1+ ?1+ #2@1+", ("v int16 1+",)),
-        ("box Box 0+ ?0+", ("w int8 0+",)),
-        "later int64 2+ #3@2+ =7",
-    ),
+    "1+",
+    """
+id int32
+name string 2+ =anon
+epoch int32 1+ tag=0 =-1
+note string 1+ ? tag=1 =null
+extra {} 1+ ? tag=2 ={}
+  v int16
+box {} ? ={}
+  w int8
+later int64 2+ tag=3 =7
+""",
 )
 
 
@@ -216,11 +220,16 @@ def test_null_in_a_non_nullable_field_is_corrupt():
         read_message(ALL_TYPES, data, 0, len(data), 0)
 
 
-ARRAYS = message(
+ARRAYS = Message(
     "Arrays",
     "0-1",
-    flexible="1+",
-    fields=("ints []int32 0+", ("items []Item 0+", ("s string 0+",)), "blob bytes 0+"),
+    "1+",
+    """
+ints [int32]
+items []
+  s string
+blob bytes
+""",
 )
 
 

@@ -1,4 +1,4 @@
-"""The broker's append validation (kafkalog.format.validator) against Kafka's rules.
+"""The broker's append validation (kafkalog.format.validate.log_validator) against Kafka's rules.
 
 Inputs are written by kafka-python 3.0.12 (an independent client) and patched, where a test needs
 what no client writes (a bad CRC, LogAppendTime, a control flag), with kafka-python's own CRC
@@ -28,7 +28,7 @@ from kafkalog.errors import (
     UnsupportedCompressionTypeError,
 )
 from kafkalog.format import CompressionType, MemoryRecords, TimestampType
-from kafkalog.format.validator import (
+from kafkalog.format.validate.log_validator import (
     AppendOrigin,
     InvalidTimestampError,
     LogValidatorConfig,

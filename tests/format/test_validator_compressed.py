@@ -1,4 +1,4 @@
-"""The validator's compressed array path (kafkalog.format.validator_compressed) against its
+"""The validator's compressed array path (kafkalog.format.validate.compressed) against its
 general path.
 
 For every input the array path must either give exactly what the general (record-at-a-time)
@@ -16,13 +16,18 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kafka.record import MemoryRecords as KpMemoryRecords
 from kafka.record import MemoryRecordsBuilder as KpBuilder
-from test_validator_fast import bound, fields, general, record, with_crc
 
 from kafkalog.errors import KafkalogError
 from kafkalog.format import CompressionType, MemoryRecords, TimestampType
-from kafkalog.format.validator import AppendOrigin, LogValidatorConfig, validate_records
-from kafkalog.format.validator_compressed import validate_v2_compressed
-from shared_fixtures import KAFKA_DATA
+from kafkalog.format.validate.compressed import validate_v2_compressed
+from kafkalog.format.validate.log_validator import (
+    AppendOrigin,
+    LogValidatorConfig,
+    validate_records,
+)
+from shared_fixtures import KAFKA_DATA, requires_shared_fixtures
+
+from .test_validator_fast import bound, fields, general, record, with_crc
 
 NOW = 1_700_000_000_000
 LONG_MAX = (1 << 63) - 1
@@ -304,9 +309,8 @@ def fixture_batches(per_codec: int) -> dict[int, list[bytes]]:
     return found
 
 
+@requires_shared_fixtures
 def test_batches_real_clients_wrote_agree():
-    if not KAFKA_DATA.is_dir():
-        pytest.skip("../shared/fixtures not found: the real-broker fixtures sit beside the repo")
     found = fixture_batches(per_codec=40)
     assert set(found) >= {1, 2, 3}  # gzip, snappy (xerial), lz4 frames
     configs = [

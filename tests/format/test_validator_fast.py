@@ -1,4 +1,4 @@
-"""The validator's array path (kafkalog.format.validator_fast) against its general path.
+"""The validator's array path (kafkalog.format.validate.in_place) against its general path.
 
 The fast path only accepts: for every input it must either give exactly what the general
 (record-at-a-time) path gives, or step aside (None) so that the general path answers, errors
@@ -19,10 +19,14 @@ from kafka.record.util import calc_crc32c
 
 from kafkalog.errors import KafkalogError
 from kafkalog.format import CompressionType, TimestampType
-from kafkalog.format import validator as validator_module
-from kafkalog.format.validator import AppendOrigin, LogValidatorConfig, validate_records
-from kafkalog.format.validator_fast import validate_v2_in_place
-from kafkalog.format.validator_records import v2_record_columns
+from kafkalog.format.columnar.record_columns import v2_record_columns
+from kafkalog.format.validate import log_validator as validator_module
+from kafkalog.format.validate.in_place import validate_v2_in_place
+from kafkalog.format.validate.log_validator import (
+    AppendOrigin,
+    LogValidatorConfig,
+    validate_records,
+)
 
 LONG_MAX = (1 << 63) - 1
 NOW = 1_700_000_000_000

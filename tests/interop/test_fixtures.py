@@ -20,30 +20,20 @@ them. Files are only ever read.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 import struct
 from collections import Counter
 
+import lz4.frame  # a kafkalog dependency; only used to check LZ4 header checksums
 import pytest
 
-from shared_fixtures import FIXTURES, KAFKA_DATA
+from kafkalog.format import RecordsScan
+from kafkalog.format.control import decode_control_type
+from shared_fixtures import EXPECTED, KAFKA_DATA, MISSING, requires_shared_fixtures
 
-SKIP_REASON = (
-    "../shared/fixtures not found: the real-broker fixtures are only present beside the "
-    "repository in CI"
-)
+pytestmark = requires_shared_fixtures
 
-if not (FIXTURES / "EXPECTED.json").is_file() or not KAFKA_DATA.is_dir():
-    pytest.skip(SKIP_REASON, allow_module_level=True)
-
-import lz4.frame  # noqa: E402  (a kafkalog dependency; only used to check LZ4 header checksums)
-
-from kafkalog.format import RecordsScan  # noqa: E402
-from kafkalog.format.control import decode_control_type  # noqa: E402
-
-EXPECTED_LOGS: dict[str, dict] = json.loads((FIXTURES / "EXPECTED.json").read_text())["logs"]
-MISSING: dict[str, list[str]] = json.loads((FIXTURES / "MISSING.json").read_text())
+EXPECTED_LOGS: dict[str, dict] = EXPECTED.get("logs", {})
 MISSING_FILES = {f"{d}/{p}" for d, paths in MISSING.items() for p in paths}
 
 # Kafka's ControlRecordType names (ControlRecordType.java).

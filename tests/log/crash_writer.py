@@ -25,8 +25,8 @@ import sys
 import traceback
 
 from kafkalog.format import MemoryRecordsBuilder
-from kafkalog.log.manager import LogManager
-from kafkalog.log.naming import TopicPartition
+from kafkalog.log.datadir.manager import LogManager
+from kafkalog.log.datadir.naming import TopicPartition
 
 TOPIC = "crash"
 PARTITION = TopicPartition(TOPIC, 0)

@@ -16,10 +16,10 @@ from kafka.record import MemoryRecords as KpRecords
 from kafka.record import MemoryRecordsBuilder as KpBuilder
 
 from kafkalog.log.clock import MockClock
-from kafkalog.log.config import LogConfig
-from kafkalog.log.log import Log
-from kafkalog.log.offset_index import OffsetIndex
-from kafkalog.log.time_index import TimeIndex
+from kafkalog.log.partition.config import LogConfig
+from kafkalog.log.partition.log import Log
+from kafkalog.log.segment.offset_index import OffsetIndex
+from kafkalog.log.segment.time_index import TimeIndex
 
 T0 = 1_700_000_000_000
 FAR = 1 << 50

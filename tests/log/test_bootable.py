@@ -1,5 +1,5 @@
-"""make_bootable (kafkalog.log.bootable) and ``kafkalog make-bootable``, without a broker: the files
-written, decoded with kafkalog's own metadata decoder, and their structure.
+"""make_bootable (kafkalog.log.datadir.bootable) and ``kafkalog make-bootable``, without a broker:
+the files written, decoded with kafkalog's own metadata decoder, and their structure.
 
 tests/apache_kafka/test_kafka_boots_ours.py starts a real Kafka node on such directories; here
 the FeatureLevelRecord bytes are compared with the ones Kafka 4.4's ``kafka-storage format
@@ -22,26 +22,30 @@ from kafkalog.format.constants import ControlRecordType
 from kafkalog.format.control import decode_control_type
 from kafkalog.format.internal import decode_metadata_record
 from kafkalog.format.internal.control import decode_control_value
-from kafkalog.log.bootable import (
+from kafkalog.log.datadir.bootable import (
     BOOTSTRAP_SNAPSHOT_NAME,
     MAX_BATCH_RECORDS,
     RELEASES,
+    TopicBootstrap,
     bootstrap_records,
     encode_bootstrap_snapshot,
     make_bootable,
 )
-from kafkalog.log.checkpoints import (
+from kafkalog.log.datadir.checkpoints import (
     EpochEntry,
     read_offset_checkpoint,
     write_leader_epoch_checkpoint,
 )
-from kafkalog.log.cluster_metadata import load_metadata_image
-from kafkalog.log.file_records import FileRecords
-from kafkalog.log.kafka_uuid import uuid_from_kafka_string
-from kafkalog.log.manager import LogManager
-from kafkalog.log.meta_properties import read_meta_properties
-from kafkalog.log.naming import TopicPartition
-from kafkalog.log.partition_metadata import read_partition_metadata, write_partition_metadata
+from kafkalog.log.datadir.cluster_metadata import load_metadata_image
+from kafkalog.log.datadir.kafka_uuid import uuid_from_kafka_string
+from kafkalog.log.datadir.manager import LogManager
+from kafkalog.log.datadir.meta_properties import read_meta_properties
+from kafkalog.log.datadir.naming import TopicPartition
+from kafkalog.log.datadir.partition_metadata import (
+    read_partition_metadata,
+    write_partition_metadata,
+)
+from kafkalog.log.segment.file_records import FileRecords
 
 T0 = 1_767_225_600_000
 # Producer state expires a day after a producer's last batch: the idempotent batches are recent.
@@ -159,7 +163,8 @@ def test_files_written_for_release_4_0(tmp_path):
     assert len(parts) == 2 + 1 + 3
     for version, d in parts:
         assert version == 2
-        assert d["replicas"] == d["isr"] == [5] and d["leader"] == 5
+        # No leader: the controller elects the node as it unfences it (see the next test).
+        assert d["replicas"] == d["isr"] == [5] and d["leader"] == -1
         assert d["leaderEpoch"] == 0 and d["partitionEpoch"] == 0
         assert d["directories"] == [meta.directory_id]
         assert d["removingReplicas"] == d["addingReplicas"] == []
@@ -191,6 +196,23 @@ def test_files_written_for_release_4_0(tmp_path):
 def test_feature_records_are_kafkas_bytes(release):
     values = bootstrap_records(RELEASES[release], [], node_id=1, directory_id=uuid.uuid4())
     assert [v.hex() for v in values] == KAFKA_FEATURES[release]
+
+
+@pytest.mark.parametrize(
+    ("release", "leader"),
+    [("3.9", 1), ("4.0", -1), ("4.1", 1), ("4.2", 1), ("4.3", 1), ("4.4", 1)],
+)
+def test_bootstrap_leader_per_release(release, leader):
+    """Release 4.0 (no ELR) bootstraps its partitions leaderless: every Kafka 4.x controller
+    takes the leadership from a registering broker (ReplicationControlManager
+    .handleBrokerShutdown), so naming the node only adds a leader change. Kafka 3.9 keeps it,
+    and with ELR (4.1+) a leaderless partition would never be elected (bootable's docstring)."""
+    topic = TopicBootstrap("t", uuid.uuid4(), partitions={0: 3})
+    values = bootstrap_records(RELEASES[release], [topic], node_id=1, directory_id=uuid.uuid4())
+    parts = [d.data for d in map(decode_metadata_record, values) if d.kind == "Partition"]
+    assert len(parts) == 1
+    assert parts[0]["leader"] == leader and parts[0]["isr"] == parts[0]["replicas"] == [1]
+    assert (parts[0]["leaderEpoch"], parts[0]["partitionEpoch"]) == (3, 0)
 
 
 def test_release_4_4_writes_the_bootstrap_snapshot(tmp_path):

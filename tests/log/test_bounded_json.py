@@ -1,5 +1,5 @@
-"""kafkalog.log.bounded_json and kafkalog.log.regular_file: the size, nesting and file-type
-bounds every JSON or checkpoint file of a data directory is read within.
+"""kafkalog.log.datadir.bounded_json and kafkalog.log.datadir.regular_file: the size, nesting and
+file-type bounds every JSON or checkpoint file of a data directory is read within.
 
 Expected values are the json module's own results on documents within the bounds; beyond them,
 the typed errors naming the file (never RecursionError, never a hang on a FIFO)."""
@@ -14,15 +14,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafkalog.log.bounded_json import json_depth, loads_bounded, read_json_file
-from kafkalog.log.errors import CorruptCheckpointError
-from kafkalog.log.regular_file import (
+from kafkalog.log.datadir.bounded_json import json_depth, loads_bounded, read_json_file
+from kafkalog.log.datadir.regular_file import (
     NotRegularFileError,
     irregular_reason,
     open_regular,
     require_regular_entries,
     require_regular_file,
 )
+from kafkalog.log.errors import CorruptCheckpointError
 
 documents = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(),
@@ -114,8 +114,8 @@ def test_non_regular_files_are_refused_unopened(tmp_path) -> None:
 
 
 def test_clean_shutdown_marker_and_producer_snapshot_are_read_within_bounds(tmp_path) -> None:
-    from kafkalog.log.clean_shutdown import read_clean_shutdown
-    from kafkalog.log.producer_snapshot import CorruptSnapshotError, read_snapshot
+    from kafkalog.log.datadir.clean_shutdown import read_clean_shutdown
+    from kafkalog.log.producer.snapshot import CorruptSnapshotError, read_snapshot
 
     marker = tmp_path / ".kafka_cleanshutdown"
     marker.write_text("[" * 100_000 + "]" * 100_000)
@@ -130,8 +130,8 @@ def test_clean_shutdown_marker_and_producer_snapshot_are_read_within_bounds(tmp_
 
 
 def test_segment_files_and_indexes_open_only_regular_files(tmp_path) -> None:
-    from kafkalog.log.file_records import FileRecords
-    from kafkalog.log.offset_index import OffsetIndex
+    from kafkalog.log.segment.file_records import FileRecords
+    from kafkalog.log.segment.offset_index import OffsetIndex
 
     for name in ("00000000000000000000.log", "00000000000000000000.index"):
         fifo = tmp_path / name

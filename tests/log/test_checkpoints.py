@@ -20,8 +20,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kafkalog.errors import KafkalogError
-from kafkalog.log import checkpoints as checkpoints_module
-from kafkalog.log.checkpoints import (
+from kafkalog.log.datadir import checkpoints as checkpoints_module
+from kafkalog.log.datadir.checkpoints import (
     OFFSET_CHECKPOINT_FILES,
     EpochEntry,
     encode_leader_epoch_checkpoint,
@@ -31,23 +31,27 @@ from kafkalog.log.checkpoints import (
     write_leader_epoch_checkpoint,
     write_offset_checkpoint,
 )
-from kafkalog.log.clean_shutdown import read_clean_shutdown, write_clean_shutdown
-from kafkalog.log.errors import CorruptCheckpointError, InvalidTopicError
-from kafkalog.log.java_properties import java_date_string, load_properties, store_properties
-from kafkalog.log.kafka_uuid import METADATA_TOPIC_ID, uuid_from_kafka_string, uuid_to_kafka_string
-from kafkalog.log.meta_properties import MetaProperties, read_meta_properties, write_meta_properties
-from kafkalog.log.naming import TopicPartition, parse_partition_dir_name
-from kafkalog.log.partition_metadata import (
+from kafkalog.log.datadir.clean_shutdown import read_clean_shutdown, write_clean_shutdown
+from kafkalog.log.datadir.java_properties import java_date_string, load_properties, store_properties
+from kafkalog.log.datadir.kafka_uuid import (
+    METADATA_TOPIC_ID,
+    uuid_from_kafka_string,
+    uuid_to_kafka_string,
+)
+from kafkalog.log.datadir.meta_properties import (
+    MetaProperties,
+    read_meta_properties,
+    write_meta_properties,
+)
+from kafkalog.log.datadir.naming import TopicPartition, parse_partition_dir_name
+from kafkalog.log.datadir.partition_metadata import (
     PartitionMetadata,
     read_partition_metadata,
     write_partition_metadata,
 )
-from shared_fixtures import KAFKA_DATA
+from kafkalog.log.errors import CorruptCheckpointError, InvalidTopicError
+from shared_fixtures import KAFKA_DATA, requires_shared_fixtures
 
-needs_fixtures = pytest.mark.skipif(
-    not KAFKA_DATA.is_dir(),
-    reason="../shared/fixtures/kafka-data not found: real broker data is only there in CI",
-)
 LONG = (-(2**63), 2**63 - 1)
 INT = (-(2**31), 2**31 - 1)
 TOPIC_ID = uuid.UUID("5c7864af-8b64-4ac0-bdd3-4a4e43ca4f7e")
@@ -472,7 +476,7 @@ def _files(name: str) -> list[Path]:
     return sorted(KAFKA_DATA.glob(f"*/{name}")) + sorted(KAFKA_DATA.glob(f"*/*/{name}"))
 
 
-@needs_fixtures
+@requires_shared_fixtures
 @pytest.mark.parametrize("name", [*OFFSET_CHECKPOINT_FILES, "cleaner-offset-checkpoint.tmp"])
 def test_every_real_offset_checkpoint_parses_and_writes_back_the_same_bytes(tmp_path, name):
     files = _files(name)
@@ -487,7 +491,7 @@ def test_every_real_offset_checkpoint_parses_and_writes_back_the_same_bytes(tmp_
         assert out.read_bytes() == original, file
 
 
-@needs_fixtures
+@requires_shared_fixtures
 def test_every_real_leader_epoch_checkpoint_parses_and_writes_back_the_same_bytes(tmp_path):
     files = _files("leader-epoch-checkpoint")
     assert len(files) > 900
@@ -503,7 +507,7 @@ def test_every_real_leader_epoch_checkpoint_parses_and_writes_back_the_same_byte
         assert out.read_bytes() == (file.read_bytes() or b"0\n0\n"), file
 
 
-@needs_fixtures
+@requires_shared_fixtures
 def test_every_real_partition_metadata_parses_and_writes_back_the_same_bytes(tmp_path):
     files = _files("partition.metadata")
     assert len(files) > 500
@@ -523,7 +527,7 @@ def test_every_real_partition_metadata_parses_and_writes_back_the_same_bytes(tmp
     assert all(len(ids) == 1 for ids in topic_ids.values())
 
 
-@needs_fixtures
+@requires_shared_fixtures
 def test_every_real_meta_properties_parses_and_writes_back_kafkas_lines(tmp_path):
     files = _files("meta.properties")
     assert len(files) == 20
@@ -546,7 +550,7 @@ def test_every_real_meta_properties_parses_and_writes_back_kafkas_lines(tmp_path
     assert versions == {0, 1}
 
 
-@needs_fixtures
+@requires_shared_fixtures
 def test_every_real_clean_shutdown_marker_parses_and_writes_back_the_same_bytes(tmp_path):
     files = _files(".kafka_cleanshutdown")
     assert len(files) == 7
@@ -560,7 +564,7 @@ def test_every_real_clean_shutdown_marker_parses_and_writes_back_the_same_bytes(
     assert {None, -1, 11, 428} <= epochs
 
 
-@needs_fixtures
+@requires_shared_fixtures
 def test_reading_real_files_changes_nothing(tmp_path):
     log_dir = sorted(KAFKA_DATA.glob("*/meta.properties"))[0].parent
     copy = tmp_path / "copy"
@@ -575,7 +579,7 @@ def test_reading_real_files_changes_nothing(tmp_path):
 
 
 def test_a_broker_startup_reads_a_malformed_offset_checkpoint_as_empty(tmp_path: Path) -> None:
-    from kafkalog.log.checkpoints import read_offset_checkpoint_or_reset
+    from kafkalog.log.datadir.checkpoints import read_offset_checkpoint_or_reset
 
     path = tmp_path / "recovery-point-offset-checkpoint"
     assert read_offset_checkpoint_or_reset(path) == ({}, None)  # absent: nothing, no problem
@@ -598,7 +602,7 @@ def test_a_checkpoint_with_too_many_lines_is_refused(tmp_path: Path, monkeypatch
 
 
 def test_a_checkpoint_over_the_size_bound_is_refused(tmp_path: Path) -> None:
-    from kafkalog.log.checkpoints import read_text_file
+    from kafkalog.log.datadir.checkpoints import read_text_file
 
     path = tmp_path / "leader-epoch-checkpoint"
     path.write_text("0\n1\n0 0\n")

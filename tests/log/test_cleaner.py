@@ -1,4 +1,5 @@
-"""Log compaction (kafkalog.log.cleaner) against a model of Kafka's documented cleaner rules.
+"""Log compaction (kafkalog.log.cleaner.cleaner) against a model of Kafka's documented cleaner
+rules.
 
 Expectations come from what the test appended and from :class:`Model`, a record-level rendering
 of Kafka's rules (Cleaner, CleanedTransactionMetadata, MemoryRecords.filterTo): a record stays iff
@@ -27,9 +28,8 @@ from kafka.record import MemoryRecordsBuilder as KpBuilder
 
 from kafkalog.format import ControlRecordType, MemoryRecordsBuilder, build_end_txn_marker_batch
 from kafkalog.format.batch import RecordBatch
-from kafkalog.format.validator_types import AppendOrigin
-from kafkalog.log import record_fields
-from kafkalog.log.cleaner import (
+from kafkalog.format.validate.types import AppendOrigin
+from kafkalog.log.cleaner.cleaner import (
     clean,
     cleanable_ratio,
     group_segments_by_size,
@@ -37,18 +37,19 @@ from kafkalog.log.cleaner import (
     needs_cleaning,
     read_cleaner_checkpoint,
 )
-from kafkalog.log.cleaner_filter import (
+from kafkalog.log.cleaner.filter import (
     REMOVED_ABORTED,
     REMOVED_NO_KEY,
     REMOVED_SUPERSEDED,
     REMOVED_TOMBSTONE,
 )
+from kafkalog.log.cleaner.offset_map import OffsetMap
 from kafkalog.log.clock import MockClock
-from kafkalog.log.config import LogConfig
-from kafkalog.log.log import Log
-from kafkalog.log.offset_map import OffsetMap
-from kafkalog.log.producer_state import OutOfOrderSequenceError
-from kafkalog.log.segment import LogSegment
+from kafkalog.log.partition.config import LogConfig
+from kafkalog.log.partition.log import Log
+from kafkalog.log.producer.state import OutOfOrderSequenceError
+from kafkalog.log.segment import fields as record_fields
+from kafkalog.log.segment.log_segment import LogSegment
 
 T0 = 1_700_000_000_000
 FAR = 1 << 50

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from kafkalog.format import CompressionType, TimestampType
-from kafkalog.log.cluster_metadata import load_metadata_image
-from kafkalog.log.config import ConfigError, LogConfig
-from shared_fixtures import KAFKA_DATA
+from kafkalog.log.datadir.cluster_metadata import load_metadata_image
+from kafkalog.log.partition.config import ConfigError, LogConfig
+from shared_fixtures import KAFKA_DATA, PRESENT, requires_shared_fixtures
 
 
 def test_defaults_are_kafkas() -> None:
@@ -55,6 +55,17 @@ def test_string_values_are_parsed_and_typed() -> None:
     assert c.as_strings()["cleanup.policy"] == "compact,delete"
 
 
+def test_a_segment_size_kafka_3_stored_is_read_though_4_0_raised_the_minimum():
+    """Kafka 3.x takes segment.bytes down to 14 and 4.0 refuses below 1 MiB: what a 3.x broker
+    stored in its metadata log is still read (its data directory must open), what a user asks
+    for now is held to 4.x's minimum."""
+    assert LogConfig({"segment.bytes": "1024"}, stored=True).segment_size == 1024
+    with pytest.raises(ConfigError, match="at least 14"):
+        LogConfig({"segment.bytes": "13"}, stored=True)
+    with pytest.raises(ConfigError, match="at least 1048576"):
+        LogConfig({"segment.bytes": "1024"})
+
+
 @pytest.mark.parametrize(
     ("name", "value", "message"),
     [
@@ -79,16 +90,12 @@ def test_internal_segment_bytes_lifts_the_minimum_for_tests() -> None:
 
 
 def kraft_dirs() -> list[Path]:
-    if not KAFKA_DATA.is_dir():
+    if not PRESENT:
         return []
     return sorted(p for p in KAFKA_DATA.iterdir() if (p / "__cluster_metadata-0").is_dir())
 
 
-@pytest.mark.skipif(
-    not KAFKA_DATA.is_dir(),
-    reason="../shared/fixtures not found: the real-broker "
-    "fixtures are only present beside the repository in CI",
-)
+@requires_shared_fixtures
 @pytest.mark.parametrize("data_dir", kraft_dirs(), ids=lambda p: p.name)
 def test_metadata_image_agrees_with_partition_dirs(data_dir: Path) -> None:
     before = {p: p.stat().st_mtime_ns for p in data_dir.rglob("*")}

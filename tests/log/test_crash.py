@@ -39,15 +39,16 @@ import threading
 import time
 from pathlib import Path
 
-import crash_writer
 import pytest
 from kafka.record import MemoryRecords as KpRecords
 
 from kafkalog.log.clock import MockClock
-from kafkalog.log.index import AbstractIndex
-from kafkalog.log.log import Log
-from kafkalog.log.manager import LogManager
-from kafkalog.log.quarantine import QUARANTINE_DIR_NAME
+from kafkalog.log.datadir.manager import LogManager
+from kafkalog.log.partition.log import Log
+from kafkalog.log.partition.quarantine import QUARANTINE_DIR_NAME
+from kafkalog.log.segment.index import AbstractIndex
+
+from . import crash_writer
 
 pytestmark = pytest.mark.slow
 

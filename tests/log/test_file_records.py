@@ -17,7 +17,7 @@ from kafka.record import MemoryRecords as KpMemoryRecords
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from kafkalog.errors import CorruptRecordError
-from kafkalog.log.file_records import FileRecords
+from kafkalog.log.segment.file_records import FileRecords
 
 
 def batch(base_offset: int, n: int, ts0: int, codec: int = 0, value_size: int = 50) -> bytes:
@@ -173,7 +173,8 @@ def test_missing_file_raises_os_error(tmp_path: Path) -> None:
     assert not os.path.exists(tmp_path / "nope.log")
 
 
-# -- the descriptor budget (kafkalog.log.file_cache) ----------------------------------------------
+# -- the descriptor budget (kafkalog.log.segment.file_cache)
+# ----------------------------------------------
 
 
 def _files(tmp_path: Path, n: int, cache) -> list[FileRecords]:
@@ -187,7 +188,7 @@ def _files(tmp_path: Path, n: int, cache) -> list[FileRecords]:
 
 
 def test_files_beyond_the_budget_are_closed_and_reopened_transparently(tmp_path: Path) -> None:
-    from kafkalog.log.file_cache import FileCache
+    from kafkalog.log.segment.file_cache import FileCache
 
     cache = FileCache(8)
     files = _files(tmp_path, 50, cache)
@@ -205,7 +206,7 @@ def test_files_beyond_the_budget_are_closed_and_reopened_transparently(tmp_path:
 
 
 def test_a_renamed_file_reopens_under_its_new_name(tmp_path: Path) -> None:
-    from kafkalog.log.file_cache import FileCache
+    from kafkalog.log.segment.file_cache import FileCache
 
     cache = FileCache(8)
     first, *others = _files(tmp_path, 20, cache)
@@ -218,7 +219,7 @@ def test_a_renamed_file_reopens_under_its_new_name(tmp_path: Path) -> None:
 
 
 def test_a_deleted_file_is_not_recreated_by_a_reopen(tmp_path: Path) -> None:
-    from kafkalog.log.file_cache import FileCache
+    from kafkalog.log.segment.file_cache import FileCache
 
     cache = FileCache(8)
     first, *others = _files(tmp_path, 20, cache)
@@ -233,7 +234,7 @@ def test_a_deleted_file_is_not_recreated_by_a_reopen(tmp_path: Path) -> None:
 def test_a_descriptor_in_use_is_never_closed_nor_reused_under_its_reader(tmp_path: Path) -> None:
     """A window being read (or sent) pins its descriptor: eviction skips it, and closing the
     file defers the close to the last release, so the number cannot name another file."""
-    from kafkalog.log.file_cache import FileCache
+    from kafkalog.log.segment.file_cache import FileCache
 
     cache = FileCache(8)
     files = _files(tmp_path, 8, cache)
@@ -256,7 +257,7 @@ def test_a_descriptor_in_use_is_never_closed_nor_reused_under_its_reader(tmp_pat
 
 
 def test_a_detached_window_owns_a_descriptor_outside_the_budget(tmp_path: Path) -> None:
-    from kafkalog.log.file_cache import FileCache
+    from kafkalog.log.segment.file_cache import FileCache
 
     cache = FileCache(8)
     files = _files(tmp_path, 8, cache)

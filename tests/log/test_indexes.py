@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import json
 import os
 import random
 import struct
@@ -21,15 +20,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kafkalog.errors import CorruptIndexError
+from kafkalog.log.datadir.naming import offset_from_file_name
 from kafkalog.log.errors import IndexOffsetOverflowError, InvalidOffsetError
-from kafkalog.log.naming import offset_from_file_name
-from kafkalog.log.offset_index import OffsetIndex, OffsetPosition
-from kafkalog.log.time_index import TimeIndex, TimestampOffset
-from kafkalog.log.txn_index import AbortedTxn, TransactionIndex, TxnIndexSearchResult
-from shared_fixtures import FIXTURES, KAFKA_DATA
+from kafkalog.log.segment.offset_index import OffsetIndex, OffsetPosition
+from kafkalog.log.segment.time_index import TimeIndex, TimestampOffset
+from kafkalog.log.segment.txn_index import AbortedTxn, TransactionIndex, TxnIndexSearchResult
+from shared_fixtures import EXPECTED, KAFKA_DATA, requires_shared_fixtures
 
-HAVE_FIXTURES = (FIXTURES / "EXPECTED.json").is_file() and KAFKA_DATA.is_dir()
-FIXTURE_SKIP = "../shared/fixtures (EXPECTED.json, kafka-data) not found: only there in CI"
 INT_MAX = 2**31 - 1
 BASE = 1000
 HYPOTHESIS = settings(
@@ -659,16 +656,14 @@ def test_a_torn_transaction_index_tail_is_not_an_entry_and_is_overwritten(tmp_pa
 
 
 def expected_indexes() -> dict[str, dict]:
-    if not HAVE_FIXTURES:
-        return {}
-    facts = json.loads((FIXTURES / "EXPECTED.json").read_text())["indexes"]
+    facts = EXPECTED.get("indexes", {})
     return {k: v for k, v in facts.items() if v["kind"] in ("index", "timeindex")}
 
 
 EXPECTED_INDEXES = expected_indexes()
 
 
-@pytest.mark.skipif(not HAVE_FIXTURES, reason=FIXTURE_SKIP)
+@requires_shared_fixtures
 def test_every_real_index_file_has_expected_facts():
     on_disk = {
         str(p.relative_to(KAFKA_DATA))
@@ -679,7 +674,7 @@ def test_every_real_index_file_has_expected_facts():
     assert len(on_disk) > 600
 
 
-@pytest.mark.skipif(not HAVE_FIXTURES, reason=FIXTURE_SKIP)
+@requires_shared_fixtures
 @pytest.mark.parametrize("kind", ["index", "timeindex"])
 def test_real_index_files_open_read_only_and_match_expected(kind):
     checked = 0
@@ -722,7 +717,7 @@ def test_real_index_files_open_read_only_and_match_expected(kind):
     assert checked > 300
 
 
-@pytest.mark.skipif(not HAVE_FIXTURES, reason=FIXTURE_SKIP)
+@requires_shared_fixtures
 def test_a_real_index_copied_and_reopened_writable_keeps_its_entries(tmp_path):
     name = max(
         (n for n, f in EXPECTED_INDEXES.items() if f["kind"] == "index"),
@@ -742,13 +737,14 @@ def test_a_real_index_copied_and_reopened_writable_keeps_its_entries(tmp_path):
     assert copy.read_bytes()[:-8] == (KAFKA_DATA / name).read_bytes()
 
 
-# -- the descriptor budget (kafkalog.log.file_cache) ----------------------------------------------
+# -- the descriptor budget (kafkalog.log.segment.file_cache)
+# ----------------------------------------------
 
 
 def test_writable_indexes_beyond_the_budget_are_unmapped_and_mapped_again(tmp_path):
     """A writable index's map holds a descriptor: it counts in the budget, is unmapped when
     the least recently used, and mapped again on the next lookup."""
-    from kafkalog.log.file_cache import FileCache
+    from kafkalog.log.segment.file_cache import FileCache
 
     cache = FileCache(8)
     indexes = []
@@ -778,7 +774,7 @@ def test_writable_indexes_beyond_the_budget_are_unmapped_and_mapped_again(tmp_pa
 def test_an_index_in_use_by_another_thread_is_not_unmapped(tmp_path):
     import threading
 
-    from kafkalog.log.file_cache import FileCache
+    from kafkalog.log.segment.file_cache import FileCache
 
     cache = FileCache(8)
     busy = TimeIndex(tmp_path / "busy.timeindex", 0, writable=True, max_index_size=1200,
@@ -815,7 +811,7 @@ def test_an_index_in_use_by_another_thread_is_not_unmapped(tmp_path):
 
 
 def test_transaction_indexes_reopen_after_eviction(tmp_path):
-    from kafkalog.log.file_cache import FileCache
+    from kafkalog.log.segment.file_cache import FileCache
 
     cache = FileCache(8)
     indexes = []

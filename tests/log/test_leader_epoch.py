@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kafkalog.log.leader_epoch import LeaderEpochFileCache
+from kafkalog.log.partition.leader_epoch import LeaderEpochFileCache
 
 UNDEFINED = (-1, -1)
 

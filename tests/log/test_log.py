@@ -1,4 +1,5 @@
-"""Log (kafkalog.log.log): appends, rolls, indexes, reads, truncation, retention, producer state.
+"""Log (kafkalog.log.partition.log): appends, rolls, indexes, reads, truncation, retention,
+producer state.
 
 Every expectation comes from what the test appended, and every segment the log writes is read
 back by an independent decoder, kafka-python 3.0.12's ``kafka.record.MemoryRecords`` (CRCs checked,
@@ -27,11 +28,16 @@ from kafka.record import MemoryRecordsBuilder as KpBuilder
 
 from kafkalog.errors import KafkalogError
 from kafkalog.format import ControlRecordType, build_end_txn_marker_batch
-from kafkalog.format.validator_types import AppendOrigin
+from kafkalog.format.validate.types import AppendOrigin
 from kafkalog.log.clock import MockClock
-from kafkalog.log.config import LogConfig
-from kafkalog.log.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, Log, OffsetOutOfRangeError
-from kafkalog.log.producer_state import OutOfOrderSequenceError
+from kafkalog.log.partition.config import LogConfig
+from kafkalog.log.partition.log import (
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    Log,
+    OffsetOutOfRangeError,
+)
+from kafkalog.log.producer.state import OutOfOrderSequenceError
 
 T0 = 1_700_000_000_000
 FAR = 1 << 50  # message.timestamp.*.max.ms: synthetic timestamps are never out of range
@@ -934,8 +940,8 @@ def test_a_verified_index_position_is_read_once(tmp_path: Path, monkeypatch) -> 
 
 # -- a zero-filled tail behind a clean-shutdown marker --------------------------------------------
 def _zero_tail_dir(root: Path) -> tuple[Path, int]:
-    from kafkalog.log.manager import LogManager
-    from kafkalog.log.naming import TopicPartition
+    from kafkalog.log.datadir.manager import LogManager
+    from kafkalog.log.datadir.naming import TopicPartition
 
     with LogManager(root, writable=True, create=True, clock=MockClock(now_ms=T0)) as logs:
         logs.create_topic("t", 1, {"internal.segment.bytes": "1500",
@@ -955,9 +961,9 @@ def _zero_tail_dir(root: Path) -> tuple[Path, int]:
 def test_a_zero_tail_behind_a_clean_marker_is_recovered_by_a_writable_open(
     tmp_path: Path, caplog
 ) -> None:
-    from kafkalog.log.manager import LogManager
-    from kafkalog.log.naming import TopicPartition
-    from kafkalog.log.recovery_plan import plan_recovery
+    from kafkalog.log.datadir.manager import LogManager
+    from kafkalog.log.datadir.naming import TopicPartition
+    from kafkalog.log.partition.recovery_plan import plan_recovery
 
     root = tmp_path / "data"
     active, size = _zero_tail_dir(root)

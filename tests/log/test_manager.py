@@ -1,6 +1,6 @@
-"""LogManager (kafkalog.log.manager): real broker data directories opened read-only and on writable
-copies, the data directory lock across processes, checkpoints, the clean-shutdown marker and
-recovery after an unclean stop.
+"""LogManager (kafkalog.log.datadir.manager): real broker data directories opened read-only and on
+writable copies, the data directory lock across processes, checkpoints, the clean-shutdown marker
+and recovery after an unclean stop.
 
 Real data comes from ../shared/fixtures/kafka-data (20 data directories of Kafka 0.10.1 to 4.x);
 it is hashed before and after every read-only open, and only copies are ever opened writable.
@@ -23,16 +23,13 @@ from kafka.record import MemoryRecordsBuilder as KpBuilder
 
 from kafkalog.errors import KafkalogError
 from kafkalog.log.clock import MockClock
-from kafkalog.log.manager import DataDirLockedError, LogManager
-from kafkalog.log.naming import TopicPartition
-from kafkalog.log.quarantine import QUARANTINE_DIR_NAME
-from shared_fixtures import KAFKA_DATA
+from kafkalog.log.datadir.manager import DataDirLockedError, LogManager
+from kafkalog.log.datadir.naming import TopicPartition
+from kafkalog.log.partition.quarantine import QUARANTINE_DIR_NAME
+from shared_fixtures import DATA_DIRS, KAFKA_DATA, requires_shared_fixtures
 
 T0 = 1_700_000_000_000
-DATA_DIRS = sorted(p.name for p in KAFKA_DATA.iterdir()) if KAFKA_DATA.is_dir() else []
-needs_fixtures = pytest.mark.skipif(
-    not DATA_DIRS, reason="../shared/fixtures is only present beside the repository in CI"
-)
+
 SWAP_PARTITION = "getachew015+kafka-broker/__consumer_offsets-13"
 
 
@@ -102,7 +99,7 @@ def kp_records_prefix(data: bytes) -> list[tuple]:
 
 
 # -- real data directories ------------------------------------------------------------------------
-@needs_fixtures
+@requires_shared_fixtures
 @pytest.mark.parametrize("name", DATA_DIRS)
 def test_every_fixture_data_dir_opens_read_only_and_no_file_changes(name: str) -> None:
     directory = KAFKA_DATA / name
@@ -118,7 +115,7 @@ def test_every_fixture_data_dir_opens_read_only_and_no_file_changes(name: str) -
     assert digest(directory) == before  # same files, same bytes: nothing created or changed
 
 
-@needs_fixtures
+@requires_shared_fixtures
 @pytest.mark.parametrize("name", DATA_DIRS)
 def test_a_writable_copy_of_every_fixture_recovers_and_keeps_every_record(
     tmp_path: Path, name: str
@@ -141,7 +138,7 @@ def test_a_writable_copy_of_every_fixture_recovers_and_keeps_every_record(
     assert (copy / ".kafka_cleanshutdown").exists()
 
 
-@needs_fixtures
+@requires_shared_fixtures
 def test_cleaner_leftovers_are_resolved_as_kafkas_loader_does(tmp_path: Path) -> None:
     # A .cleaned file at offset 0 means the clean never finished: every .swap at or above it
     # is part of it and goes; the segments it would have replaced stay.
@@ -187,7 +184,7 @@ def test_cleaner_leftovers_are_resolved_as_kafkas_loader_does(tmp_path: Path) ->
 OPEN_WRITABLE = textwrap.dedent(
     """
     import sys
-    from kafkalog.log.manager import DataDirLockedError, LogManager
+    from kafkalog.log.datadir.manager import DataDirLockedError, LogManager
     try:
         manager = LogManager(sys.argv[1], writable=True)
     except DataDirLockedError as e:
@@ -313,7 +310,7 @@ def test_after_a_crash_recovery_keeps_what_was_written_and_rebuilds_indexes(
 def test_internal_topics_are_compacted_when_nothing_records_their_configs(tmp_path: Path) -> None:
     # Kafka creates them with cleanup.policy=compact (GroupCoordinatorService,
     # TransactionCoordinator); a copied disk without metadata must not look like delete topics.
-    from kafkalog.log.manager import (
+    from kafkalog.log.datadir.manager import (
         CONFIG_FROM_DEFAULTS,
         CONFIG_FROM_INTERNAL_TOPIC,
         CONFIG_FROM_TOPICS_FILE,
@@ -431,7 +428,7 @@ def test_a_data_dir_given_twice_through_a_symlink_is_locked_once(tmp_path: Path)
     alias = tmp_path / "alias"
     alias.symlink_to(data, target_is_directory=True)
     LogManager([data], writable=True).close()
-    from kafkalog.log.dir_lock import real_data_dirs
+    from kafkalog.log.datadir.dir_lock import real_data_dirs
 
     assert real_data_dirs([data, alias]) == [data.resolve()]
 

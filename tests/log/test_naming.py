@@ -13,8 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kafkalog.log.errors import InvalidFileNameError, InvalidTopicError
-from kafkalog.log.naming import (
+from kafkalog.log.datadir.naming import (
     MAX_TOPIC_NAME_LENGTH,
     PartitionDirKind,
     SegmentFileName,
@@ -42,7 +41,8 @@ from kafkalog.log.naming import (
     validate_partition,
     validate_topic,
 )
-from shared_fixtures import KAFKA_DATA
+from kafkalog.log.errors import InvalidFileNameError, InvalidTopicError
+from shared_fixtures import KAFKA_DATA, requires_shared_fixtures
 
 LONG_MAX = 2**63 - 1
 INT_MAX = 2**31 - 1
@@ -325,10 +325,7 @@ def test_partition_dir_names_round_trip(topic, partition, kind):
 # -- real broker data -------------------------------------------------------------------------
 
 
-@pytest.mark.skipif(
-    not KAFKA_DATA.is_dir(),
-    reason="../shared/fixtures/kafka-data not found (only beside the repo in CI)",
-)
+@requires_shared_fixtures
 def test_every_name_in_the_real_broker_dirs_parses_and_rebuilds():
     dirs = files = 0
     for log_dir in sorted(KAFKA_DATA.iterdir()):

@@ -1,4 +1,4 @@
-"""Producer state (kafkalog.log.producer_state) against Kafka's rules, and real broker snapshots.
+"""Producer state (kafkalog.log.producer.state) against Kafka's rules, and real broker snapshots.
 
 Batches are written by kafka-python 3.0.12 (idempotent and transactional producer fields set
 there); transaction markers are kafka-python batches turned into control batches with
@@ -9,7 +9,6 @@ says, and re-encode to the very same bytes.
 
 from __future__ import annotations
 
-import json
 import struct
 
 import pytest
@@ -17,7 +16,7 @@ from kafka.record import MemoryRecordsBuilder as KpBuilder
 from kafka.record.util import calc_crc32c
 
 from kafkalog.format import MemoryRecords
-from kafkalog.log.producer_snapshot import (
+from kafkalog.log.producer.snapshot import (
     CorruptSnapshotError,
     decode_snapshot,
     encode_snapshot,
@@ -26,7 +25,7 @@ from kafkalog.log.producer_snapshot import (
     snapshot_file_path,
     write_snapshot,
 )
-from kafkalog.log.producer_state import (
+from kafkalog.log.producer.state import (
     AppendOrigin,
     BatchMetadata,
     CompletedTxn,
@@ -37,7 +36,7 @@ from kafkalog.log.producer_state import (
     ProducerStateManager,
     TransactionCoordinatorFencedError,
 )
-from shared_fixtures import FIXTURES
+from shared_fixtures import EXPECTED, KAFKA_DATA, requires_shared_fixtures
 
 NOW = 1_700_000_000_000
 INT_MAX = 2**31 - 1
@@ -369,30 +368,20 @@ def test_corrupt_snapshot_names_file_and_fault(tmp_path, mutate, what):
 
 
 def _fixture_snapshots() -> list[tuple[str, dict]]:
-    expected = FIXTURES / "EXPECTED.json"
-    if not expected.is_file():
-        return []
-    indexes = json.loads(expected.read_text())["indexes"]
+    indexes = EXPECTED.get("indexes", {})
     return sorted((k, v) for k, v in indexes.items() if v.get("kind") == "producer-snapshot")
 
 
 SNAPSHOTS = _fixture_snapshots()
 
 
-@pytest.mark.skipif(
-    not SNAPSHOTS,
-    reason="../shared/fixtures not found: the real-broker fixtures are only present beside the "
-    "repository in CI",
-)
+@requires_shared_fixtures
 def test_every_fixture_snapshot_matches_expected():
-    on_disk = {
-        p.relative_to(FIXTURES / "kafka-data").as_posix()
-        for p in (FIXTURES / "kafka-data").rglob("*.snapshot")
-    }
+    on_disk = {p.relative_to(KAFKA_DATA).as_posix() for p in KAFKA_DATA.rglob("*.snapshot")}
     assert on_disk == {name for name, _ in SNAPSHOTS}
     with_entries = 0
     for name, facts in SNAPSHOTS:
-        data = (FIXTURES / "kafka-data" / name).read_bytes()
+        data = (KAFKA_DATA / name).read_bytes()
         assert facts["version"] == 1 and facts["crc_ok"], name  # all real files are good
         entries = decode_snapshot(data, path=name)
         assert len(entries) == facts["producer_entries"], name

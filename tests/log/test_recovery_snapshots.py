@@ -15,12 +15,12 @@ from pathlib import Path
 from kafka.record import MemoryRecordsBuilder as KpBuilder
 
 from kafkalog.log.clock import MockClock
-from kafkalog.log.config import LogConfig
-from kafkalog.log.loader import rebuild_producer_state
-from kafkalog.log.log import Log
-from kafkalog.log.producer_snapshot import decode_snapshot, snapshot_file_path
-from kafkalog.log.producer_state import DEFAULT_PRODUCER_ID_EXPIRATION_MS, ProducerStateManager
-from kafkalog.log.quarantine import QUARANTINE_DIR_NAME
+from kafkalog.log.partition.config import LogConfig
+from kafkalog.log.partition.loader import rebuild_producer_state
+from kafkalog.log.partition.log import Log
+from kafkalog.log.partition.quarantine import QUARANTINE_DIR_NAME
+from kafkalog.log.producer.snapshot import decode_snapshot, snapshot_file_path
+from kafkalog.log.producer.state import DEFAULT_PRODUCER_ID_EXPIRATION_MS, ProducerStateManager
 
 T0 = 1_700_000_000_000
 EXPIRED = T0 + DEFAULT_PRODUCER_ID_EXPIRATION_MS  # every producer of the load is idle that long

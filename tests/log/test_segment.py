@@ -1,5 +1,6 @@
-"""LogSegment (kafkalog.log.segment): append, lookups, roll rules, recovery, truncation; and real
-brokers' ``.index``/``.timeindex`` files against the ones kafkalog rebuilds from the same ``.log``.
+"""LogSegment (kafkalog.log.segment.log_segment): append, lookups, roll rules, recovery,
+truncation; and real brokers' ``.index``/``.timeindex`` files against the ones kafkalog rebuilds
+from the same ``.log``.
 
 Batches are built with kafka-python 3.0.12 and segments read back with its
 ``kafka.record.MemoryRecords``; index files are parsed with ``struct``. The fixture part reads
@@ -8,7 +9,6 @@ Batches are built with kafka-python 3.0.12 and segments read back with its
 
 from __future__ import annotations
 
-import json
 import shutil
 import struct
 from bisect import bisect_left
@@ -19,17 +19,13 @@ from kafka.record import MemoryRecords as KpRecords
 from kafka.record import MemoryRecordsBuilder as KpBuilder
 
 from kafkalog.log.clock import MockClock
-from kafkalog.log.config import LogConfig
 from kafkalog.log.errors import IndexOffsetOverflowError
-from kafkalog.log.segment import LogSegment, RollParams
-from shared_fixtures import FIXTURES, KAFKA_DATA
+from kafkalog.log.partition.config import LogConfig
+from kafkalog.log.segment.log_segment import LogSegment, RollParams
+from shared_fixtures import EXPECTED, KAFKA_DATA, requires_shared_fixtures
 
 T0 = 1_700_000_000_000
 INT_MAX = 2**31 - 1
-HAVE_FIXTURES = (FIXTURES / "EXPECTED.json").is_file()
-needs_fixtures = pytest.mark.skipif(
-    not HAVE_FIXTURES, reason="../shared/fixtures is only present beside the repository in CI"
-)
 
 
 def batch(offset: int, n: int, ts: int | list[int], size: int = 50, codec: int = 0) -> bytes:
@@ -250,11 +246,8 @@ def test_truncate_to_cuts_at_the_batch_and_trims_the_indexes(tmp_path: Path) -> 
 
 # -- real brokers' indexes ------------------------------------------------------------------------
 def _fixture_segments() -> list[str]:
-    if not HAVE_FIXTURES:
-        return []
-    indexes = json.loads((FIXTURES / "EXPECTED.json").read_text())["indexes"]
     picked = set()
-    for rel, facts in indexes.items():
+    for rel, facts in EXPECTED.get("indexes", {}).items():
         if (
             facts["kind"] in ("index", "timeindex")
             and facts.get("entries")
@@ -264,7 +257,7 @@ def _fixture_segments() -> list[str]:
     return sorted(picked)
 
 
-@needs_fixtures
+@requires_shared_fixtures
 @pytest.mark.parametrize("stem", _fixture_segments())
 def test_kafkas_indexes_agree_with_the_ones_kafkalog_rebuilds(tmp_path: Path, stem: str) -> None:
     source = KAFKA_DATA / stem
@@ -334,7 +327,7 @@ def test_kafkas_indexes_agree_with_the_ones_kafkalog_rebuilds(tmp_path: Path, st
         ours_view.close()
 
 
-@needs_fixtures
+@requires_shared_fixtures
 @pytest.mark.parametrize("stem", _fixture_segments())
 def test_kafkas_own_indexes_pass_the_checks_made_before_trusting_them(stem: str) -> None:
     """Real brokers' indexes (Kafka 0.10 to 4.x) are never taken for damaged: their entries

@@ -1,5 +1,6 @@
-"""kafkalog.log.verify: real broker data dirs report only what MISSING.json explains, and every
-defect planted in a valid data dir is found with its code and location, without changing a file.
+"""kafkalog.log.verify.data_dir: real broker data dirs report only what MISSING.json explains, and
+every defect planted in a valid data dir is found with its code and location, without changing a
+file.
 
 Valid data dirs are written by kafkalog's LogManager/Log (clean shutdown) or, for hand-made
 segments, from batches built by kafka-python; expected locations are computed here from the bytes
@@ -10,7 +11,6 @@ present, never from verify's own output. Every verify call checks that no file c
 from __future__ import annotations
 
 import hashlib
-import json
 import shutil
 import struct
 import tempfile
@@ -26,20 +26,17 @@ from kafka.record.legacy_records import LegacyRecordBatchBuilder
 from kafkalog.format import ControlRecordType, build_end_txn_marker_batch
 from kafkalog.format.batch import RecordBatch
 from kafkalog.format.crc import crc32c
-from kafkalog.format.validator_types import AppendOrigin
-from kafkalog.log import verify_segment
+from kafkalog.format.validate.types import AppendOrigin
 from kafkalog.log.clock import MockClock
-from kafkalog.log.kafka_uuid import uuid_to_kafka_string
-from kafkalog.log.manager import LogManager
-from kafkalog.log.verify import VerifyReport, verify
-from kafkalog.log.verify_tail import DEFAULT_MAX_MESSAGE_BYTES, partial_tail_problem
-from shared_fixtures import FIXTURES, KAFKA_DATA
+from kafkalog.log.datadir.kafka_uuid import uuid_to_kafka_string
+from kafkalog.log.datadir.manager import LogManager
+from kafkalog.log.verify import segment as verify_segment
+from kafkalog.log.verify.data_dir import VerifyReport, verify
+from kafkalog.log.verify.tail import DEFAULT_MAX_MESSAGE_BYTES, partial_tail_problem
+from shared_fixtures import DATA_DIRS, EXPECTED, KAFKA_DATA, MISSING, requires_shared_fixtures
 
 T0 = 1_700_000_000_000
-DATA_DIRS = sorted(p.name for p in KAFKA_DATA.iterdir()) if KAFKA_DATA.is_dir() else []
-needs_fixtures = pytest.mark.skipif(
-    not DATA_DIRS, reason="../shared/fixtures is only present beside the repository in CI"
-)
+
 TOPIC_CONFIGS = {
     "internal.segment.bytes": "4000",  # several segments
     "index.interval.bytes": "300",  # several index entries per segment
@@ -684,8 +681,7 @@ def test_topic_ids_and_leader_epochs(data_dir: Path) -> None:
 
 
 # -- real broker data ----------------------------------------------------------------------------
-MISSING = json.loads((FIXTURES / "MISSING.json").read_text()) if DATA_DIRS else {}
-EXPECTED_LOGS = json.loads((FIXTURES / "EXPECTED.json").read_text())["logs"] if DATA_DIRS else {}
+EXPECTED_LOGS = EXPECTED.get("logs", {})
 MISSING_CODES = {"index-missing", "time-index-missing", "orphan-index", "segment-missing"}
 LOST_OFFSET_CODES = {"snapshot-beyond-log-end", "leader-epoch-beyond-log-end"}
 # Findings the fixtures have besides MISSING.json's gaps, all warnings or info (why, per code):
@@ -772,7 +768,7 @@ def fixture_reports() -> dict[str, VerifyReport]:
     return reports
 
 
-@needs_fixtures
+@requires_shared_fixtures
 @pytest.mark.parametrize("name", DATA_DIRS)
 def test_fixture_findings_are_what_missing_json_explains(name: str, fixture_reports) -> None:
     report = fixture_reports[name]
@@ -794,7 +790,7 @@ def test_fixture_findings_are_what_missing_json_explains(name: str, fixture_repo
     assert {f.severity for f in report.findings if key(f) not in expected} <= {"warning", "info"}
 
 
-@needs_fixtures
+@requires_shared_fixtures
 def test_fixture_summaries_count_what_expected_json_counts(fixture_reports) -> None:
     by_partition: dict[str, list[dict]] = {}
     for path, facts in EXPECTED_LOGS.items():

@@ -39,7 +39,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from shared_fixtures import PRESENT
+from shared_fixtures import PRESENT, REASON
 
 from .contract import Failure, run_case
 from .damage import (
@@ -84,7 +84,7 @@ BUDGET = 8 if CASES < 10_000 else 1 << 30
 
 def _skip_absent(source: Source) -> None:
     if source.real and not PRESENT:
-        pytest.skip("the real-broker fixtures (../shared/fixtures) are not here")
+        pytest.skip(REASON)
 
 
 @pytest.fixture(scope="module")

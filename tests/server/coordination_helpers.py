@@ -1,7 +1,7 @@
 """A stand-in for the server's Broker over a real LogManager, for coordinator tests without sockets.
 
 It offers what coordinators use of the broker (log_manager, append_records, flush,
-ensure_internal_topic, register, add_shutdown_hook) with the log layer's own appends, so what the
+ensure_internal_topic, add_shutdown_hook) with the log layer's own appends, so what the
 coordinators write is validated and stored exactly as in the server, and can be reopened.
 """
 
@@ -11,10 +11,10 @@ import asyncio
 from pathlib import Path
 from types import SimpleNamespace
 
-from kafkalog.format.validator_types import AppendOrigin
+from kafkalog.format.validate.types import AppendOrigin
 from kafkalog.log.clock import MockClock
-from kafkalog.log.manager import LogManager
-from kafkalog.log.naming import TopicPartition
+from kafkalog.log.datadir.manager import LogManager
+from kafkalog.log.datadir.naming import TopicPartition
 from kafkalog.server.handlers import RequestContext
 
 T0 = 1_700_000_000_000
@@ -33,12 +33,8 @@ class FakeBroker:
             transaction_state_log_num_partitions=4,
             extra={"group.initial.rebalance.delay.ms": "100"},
         )
-        self.handlers: dict[int, object] = {}
         self.shutdown_hooks: list = []
         self.flushes = 0
-
-    def register(self, api_key: int, handler) -> None:
-        self.handlers[api_key] = handler
 
     def add_shutdown_hook(self, hook) -> None:
         self.shutdown_hooks.append(hook)

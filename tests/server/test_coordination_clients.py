@@ -26,7 +26,7 @@ from confluent_kafka import TopicPartition as CkTopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 from kafka.record import MemoryRecords as KpRecords  # noqa: E402
 
-from kafkalog.log.verify import verify  # noqa: E402
+from kafkalog.log.verify.data_dir import verify  # noqa: E402
 from kafkalog.server.app import BackgroundServer  # noqa: E402
 from kafkalog.server.config import ServerConfig  # noqa: E402
 
@@ -390,8 +390,8 @@ def test_state_survives_a_restart_and_the_directory_verifies(server, data_dir):
 
 
 def spark_source_values(data_dir: Path, topic: str, isolation: str) -> list[bytes]:
-    from kafkalog.table.options import parse_read_options
-    from kafkalog.table.reader import (
+    from kafkalog.dataset.options import parse_read_options
+    from kafkalog.dataset.reader import (
         open_selected,
         plan_input_partitions,
         read_partition,

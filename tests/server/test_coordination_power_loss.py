@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from kafkalog.format.builder import MemoryRecordsBuilder
-from kafkalog.server import coordination
+from kafkalog.server import coordinators
 
 from .coordination_helpers import FakeBroker, ctx
 from .test_server_durability import _recording_disk
@@ -27,7 +27,7 @@ pytestmark = pytest.mark.slow
 
 
 async def workload(broker: FakeBroker, rng: random.Random, acked: dict, txns: dict) -> None:
-    c = await coordination.install(broker)
+    c = await coordinators.load(broker)
     await c.stop()
     broker.log_manager.create_topic("t", 1, {"segment.index.bytes": "65536"})
     for step in range(rng.randint(10, 30)):
@@ -63,7 +63,7 @@ async def workload(broker: FakeBroker, rng: random.Random, acked: dict, txns: di
 
 async def reload(after: Path) -> tuple[dict, dict, object]:
     broker = FakeBroker(after)
-    c = await coordination.install(broker)
+    c = await coordinators.load(broker)
     await c.stop()
     offsets = {(g, p): v.offset for g, by_tp in c.offsets.store.offsets.items()
                for (_, p), v in by_tp.items()}  # fmt: skip

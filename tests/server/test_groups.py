@@ -7,17 +7,17 @@ import asyncio
 import pytest
 
 from kafkalog.format.internal import decode_consumer_offsets_key, decode_consumer_offsets_value
-from kafkalog.server.group_describe import describe_groups, list_groups
-from kafkalog.server.group_load import load_groups
-from kafkalog.server.group_log import (
+from kafkalog.server.coordinator_log import (
     CoordinatorLoadError,
     CoordinatorLog,
     java_string_hash,
     partition_for,
 )
-from kafkalog.server.group_offsets import GroupOffsets
-from kafkalog.server.groups import GroupConfig, GroupCoordinator
-from shared_fixtures import KAFKA_DATA
+from kafkalog.server.groups.coordinator import GroupConfig, GroupCoordinator
+from kafkalog.server.groups.describe import describe_groups, list_groups
+from kafkalog.server.groups.load import load_groups
+from kafkalog.server.groups.offsets import GroupOffsets
+from shared_fixtures import KAFKA_DATA, requires_shared_fixtures
 
 from .coordination_helpers import FakeBroker, ctx
 
@@ -121,10 +121,9 @@ def test_partition_for_matches_java_string_hash():
     assert partition_for("polygenelubricants", 50) == 0  # Kafka's Utils.abs(MIN_VALUE) is 0
 
 
+@requires_shared_fixtures
 def test_partition_for_agrees_with_where_real_brokers_wrote_groups():
     root = KAFKA_DATA
-    if not root.is_dir():
-        pytest.skip("../shared/fixtures not found: real __consumer_offsets data is absent")
     from kafka.record import MemoryRecords
 
     checked = set()

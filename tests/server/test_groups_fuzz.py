@@ -15,8 +15,8 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafkalog.server.group_load import load_groups
-from kafkalog.server.group_state import GroupState
+from kafkalog.server.groups.load import load_groups
+from kafkalog.server.groups.state import GroupState
 
 from .test_groups import CONFIG, Harness
 

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from kafkalog.server.group_load import load_groups
-from kafkalog.server.group_log import CoordinatorLog
-from kafkalog.server.group_offsets import GroupOffsets
-from kafkalog.server.groups import GroupCoordinator
-from shared_fixtures import KAFKA_DATA
+from kafkalog.server.coordinator_log import CoordinatorLog
+from kafkalog.server.groups.coordinator import GroupCoordinator
+from kafkalog.server.groups.load import load_groups
+from kafkalog.server.groups.offsets import GroupOffsets
+from shared_fixtures import KAFKA_DATA, PRESENT, REASON
 
 from .coordination_helpers import FakeBroker, ctx
 
@@ -29,8 +29,8 @@ DIRS = ["KAIPASUBHASH+kafka-logs", "seanorth+kafka-server", "VolodymyrZee+kafka"
         "Niloufar1171+LDI-POC", "aviramcohenwork+Pizza-Project-MS",
         "mscaldas2012+kafka-connect-spooldir"]  # fmt: skip
 
-if not KAFKA_DATA.is_dir():
-    pytest.skip("../shared/fixtures not found: no real broker data", allow_module_level=True)
+if not PRESENT:
+    pytest.skip(REASON, allow_module_level=True)
 
 from kafka.record import MemoryRecords  # noqa: E402
 

@@ -12,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
+from kafkalog.format.message import Field, Message
 from kafkalog.protocol import (
     MESSAGES,
     ApiKey,
@@ -25,7 +26,6 @@ from kafkalog.protocol import (
     encode_request,
     encode_response,
 )
-from kafkalog.protocol.schema import Field, Message
 
 kafka_protocol = pytest.importorskip("kafka.protocol")
 from kafka.protocol.api_message import ApiMessage  # noqa: E402

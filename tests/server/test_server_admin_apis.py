@@ -279,7 +279,7 @@ def test_create_partitions_errors_as_kafka(server, admin):
 def test_a_growth_that_fails_midway_removes_only_the_new_partitions(tmp_path, monkeypatch):
     import errno
 
-    from kafkalog.server import topics as topics_module
+    from kafkalog.server.apis import topics as topics_module
     from kafkalog.server.app import BackgroundServer
     from kafkalog.server.config import ServerConfig
 

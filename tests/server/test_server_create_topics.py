@@ -10,7 +10,7 @@ import time
 import pytest
 
 from kafkalog.protocol import ApiKey, decode_response, encode_request
-from kafkalog.server import topics as topics_module
+from kafkalog.server.apis import topics as topics_module
 from kafkalog.server.app import BackgroundServer
 from kafkalog.server.config import ServerConfig
 

@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 
 from kafkalog.log.clock import MockClock
-from kafkalog.log.manager import LogManager
-from kafkalog.log.naming import TopicPartition
+from kafkalog.log.datadir.manager import LogManager
+from kafkalog.log.datadir.naming import TopicPartition
 
 from .server_process import ServerProcess
 

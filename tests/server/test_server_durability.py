@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from kafkalog.log.manager import LogManager
+from kafkalog.log.datadir.manager import LogManager
 from kafkalog.protocol import ApiKey
 from kafkalog.server.app import BackgroundServer
 from kafkalog.server.config import ServerConfig

@@ -14,14 +14,10 @@ import pytest
 
 from kafkalog.server.app import BackgroundServer
 from kafkalog.server.config import ServerConfig
-from shared_fixtures import FIXTURES, KAFKA_DATA
+from shared_fixtures import FIXTURES, KAFKA_DATA, PRESENT, REASON
 
-if not (FIXTURES / "EXPECTED.json").is_file() or not KAFKA_DATA.is_dir():
-    pytest.skip(
-        "../shared/fixtures not found: the real-broker fixtures are only present beside the "
-        "repository in CI",
-        allow_module_level=True,
-    )
+if not PRESENT:
+    pytest.skip(REASON, allow_module_level=True)
 kafka = pytest.importorskip("kafka")
 
 pytestmark = pytest.mark.slow

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from kafkalog.log.dir_lock import DataDirLock
+from kafkalog.log.datadir.dir_lock import DataDirLock
 from kafkalog.server.limits import (
     DESCRIPTOR_MARGIN,
     MAX_WINDOW_DESCRIPTORS,

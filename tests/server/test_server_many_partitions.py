@@ -1,11 +1,10 @@
 """10,000 partitions (CreateTopics' maximum) within an open-files limit of 1024.
 
-Every segment and index file is opened on demand within a budget (kafkalog.log.file_cache), so
-the number of partitions no longer decides the descriptors held: the server creates them without
+Every segment and index file is opened on demand within a budget (kafkalog.log.segment.file_cache),
+so the number of partitions no longer decides the descriptors held: the server creates them without
 running out, serves a producer of another topic meanwhile (creation yields to the event loop),
-restarts (its startup check counts the budget, not the segments) and answers ListOffsets and
-Fetch for every partition, the fetch answer's windows beyond its descriptor allowance sent from
-copies.
+restarts (its startup check counts the budget, not the segments) and answers ListOffsets and Fetch
+for every partition, the fetch answer's windows beyond its descriptor allowance sent from copies.
 """
 
 from __future__ import annotations

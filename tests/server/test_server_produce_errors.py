@@ -13,7 +13,7 @@ import pytest
 
 from kafkalog.format.crc import crc32c
 from kafkalog.protocol import ApiKey
-from kafkalog.server import produce as produce_module
+from kafkalog.server.apis import produce as produce_module
 from kafkalog.server.app import BackgroundServer
 from kafkalog.server.config import ServerConfig
 
@@ -205,4 +205,13 @@ def test_an_unexpected_failure_in_one_partition_is_an_unknown_server_error(
 def test_validation_errors_from_the_record_layer_are_mapped_to_codes():
     to_code = produce_module.error_of
     assert to_code(OverflowError("varlong out of int64 range"))[0] == INVALID_TIMESTAMP
+    from kafkalog.format.varint import encode_varint, encode_varlong
+
+    for encode, value, code in (
+        (encode_varlong, 1 << 63, INVALID_TIMESTAMP),
+        (encode_varint, 1 << 31, INVALID_RECORD),
+    ):
+        with pytest.raises(ValueError) as raised:
+            encode(value)
+        assert to_code(raised.value)[0] == code
     assert to_code(ValueError("a transactional batch needs a producer id"))[0] == INVALID_RECORD

@@ -16,9 +16,9 @@ from kafka.record import MemoryRecords as KafkaPythonRecords
 
 from kafkalog.format.builder import MemoryRecordsBuilder
 from kafkalog.format.internal import decode_transaction_log_key, decode_transaction_log_value
-from kafkalog.log.naming import TopicPartition
-from kafkalog.server import coordination
-from kafkalog.server.producer_ids import (
+from kafkalog.log.datadir.naming import TopicPartition
+from kafkalog.server import coordinators
+from kafkalog.server.txn.producer_ids import (
     PRODUCER_ID_BLOCK_SIZE,
     PRODUCER_IDS_FILE_NAME,
     ProducerIdManager,
@@ -36,7 +36,7 @@ class Txns:
             self.broker.log_manager.create_topic("t", 2)
 
     async def start(self):
-        self.c = await coordination.install(self.broker)
+        self.c = await coordinators.load(self.broker)
         await self.c.stop()  # the tests fire timeouts themselves, on the mock clock
         self.tc = self.c.transactions
         return self
@@ -282,7 +282,7 @@ def test_a_prepared_commit_is_finished_after_a_restart(tmp_path):
         await h.add(pid, epoch, [("t", 0)])
         await h.produce(pid, epoch, 0, [b"v"])
         txn = h.tc.txns["tx"]
-        from kafkalog.server.txn_state import TransactionState
+        from kafkalog.server.txn.state import TransactionState
 
         await h.tc._transition(txn, TransactionState.PREPARE_COMMIT)
         assert h.markers() == []
@@ -319,7 +319,7 @@ def test_idle_transactional_ids_expire(tmp_path):
 
 
 def test_describe_and_list_transactions(tmp_path):
-    from kafkalog.server.txn_describe import describe_transactions, list_transactions
+    from kafkalog.server.txn.describe import describe_transactions, list_transactions
 
     async def body(h):
         r = await h.init(txn_id="open")

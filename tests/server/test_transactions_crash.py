@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from kafkalog.log.verify import verify
+from kafkalog.log.verify.data_dir import verify
 
 from .server_process import ServerProcess
 

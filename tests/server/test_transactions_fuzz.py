@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kafkalog.errors import KafkalogError
-from kafkalog.server.txn_state import TransactionState
+from kafkalog.server.txn.state import TransactionState
 
 from .test_transactions import Txns
 

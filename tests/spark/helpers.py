@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from kafkalog.format import ControlRecordType, MemoryRecordsBuilder
 from kafkalog.format.builder import build_end_txn_marker_batch
-from kafkalog.log.manager import LogManager
-from kafkalog.log.naming import TopicPartition
+from kafkalog.log.datadir.manager import LogManager
+from kafkalog.log.datadir.naming import TopicPartition
 
 T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 
@@ -62,7 +62,7 @@ def write_transactions(root, topic: str = "tx") -> dict:
         def marker(kind, pid):
             m = build_end_txn_marker_batch(kind, producer_id=pid, producer_epoch=epoch,
                                            coordinator_epoch=0, timestamp=T0)  # fmt: skip
-            from kafkalog.format.validator_types import AppendOrigin
+            from kafkalog.format.validate.types import AppendOrigin
 
             log.append_as_leader(m, origin=AppendOrigin.COORDINATOR)
 

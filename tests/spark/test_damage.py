@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import kafkalog.spark
-from table.written_logs import SEGMENT, extents, kafka_python_records, write_log
+from dataset.written_logs import SEGMENT, extents, kafka_python_records, write_log
 
 
 def _read(spark, path: Path, **options) -> list[tuple[int, bytes, bytes]]:

@@ -11,28 +11,20 @@ read with failOnDataLoss=false, and reading them with the default raises the dat
 from __future__ import annotations
 
 import hashlib
-import json
 from collections import defaultdict
 from functools import reduce
 from pathlib import Path
 
 import pytest
 
-from shared_fixtures import FIXTURES, KAFKA_DATA
+import shared_fixtures
+from shared_fixtures import KAFKA_DATA, MISSING, requires_shared_fixtures
 
-if not (FIXTURES / "EXPECTED.json").is_file() or not KAFKA_DATA.is_dir():
-    pytest.skip(
-        "../shared/fixtures not found: the real-broker fixtures are only present beside the "
-        "repository in CI",
-        allow_module_level=True,
-    )
+pytestmark = [requires_shared_fixtures, pytest.mark.slow]
 
-pytestmark = pytest.mark.slow
-
-EXPECTED = json.loads((FIXTURES / "EXPECTED.json").read_text())["logs"]
-MISSING = json.loads((FIXTURES / "MISSING.json").read_text())
+EXPECTED = shared_fixtures.EXPECTED.get("logs", {})
 LOSSY = sorted(d for d, files in MISSING.items() if any(f.endswith(".log") for f in files))
-DIRS = sorted(p.name for p in KAFKA_DATA.iterdir() if p.is_dir())
+DIRS = shared_fixtures.DATA_DIRS
 
 
 def _line(offset, ts, key, value, n_headers) -> str:
@@ -78,7 +70,7 @@ def _kafka_python_lines(path: Path, *, with_control: bool, start: int = 0) -> li
 def _every_topic(reader, data_dir: Path):
     """Every topic of ``data_dir``, internal ones too: a pattern leaves Kafka's internal topics
     out (as Kafka's consumer does), so they are subscribed by name."""
-    from kafkalog.table.planner import discover
+    from kafkalog.dataset.planner import discover
 
     topics = sorted({tp.topic for tp in discover([data_dir])})
     if not topics:

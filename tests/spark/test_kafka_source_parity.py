@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from kafkalog.log.dir_lock import DataDirLock
+from kafkalog.log.datadir.dir_lock import DataDirLock
 
 from .helpers import write_dir
 

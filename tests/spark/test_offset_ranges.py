@@ -12,10 +12,8 @@ import warnings
 
 import pytest
 
-from kafkalog.format.entries import HEADER_PEEK, entry_header
-from kafkalog.log.naming import TopicPartition
-from kafkalog.table.options import OptionError, parse_read_options
-from kafkalog.table.reader import (
+from kafkalog.dataset.options import OptionError, parse_read_options
+from kafkalog.dataset.reader import (
     OffsetRange,
     open_selected,
     plan_input_partitions,
@@ -23,6 +21,8 @@ from kafkalog.table.reader import (
     resolve_ranges,
     spark_offset_ranges,
 )
+from kafkalog.format.entries import HEADER_PEEK, entry_header
+from kafkalog.log.datadir.naming import TopicPartition
 
 from .helpers import T0, write_dir
 

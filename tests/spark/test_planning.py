@@ -10,16 +10,16 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from kafkalog.format.partitioner import murmur2, partition_for_key
-from kafkalog.table.options import OptionError, parse_read_options, parse_write_options
-from kafkalog.table.partitioning import StickyPartitioner, murmur2_array, partitions_for_keys
-from kafkalog.table.planner import DataLossError
-from kafkalog.table.reader import (
+from kafkalog.dataset.options import OptionError, parse_read_options, parse_write_options
+from kafkalog.dataset.partitioning import StickyPartitioner, murmur2_array, partitions_for_keys
+from kafkalog.dataset.planner import DataLossError
+from kafkalog.dataset.reader import (
     open_selected,
     plan_input_partitions,
     read_partition,
     resolve_ranges,
 )
+from kafkalog.format.partitioner import murmur2, partition_for_key
 
 from .helpers import write_dir, write_transactions
 
@@ -209,7 +209,7 @@ def test_memory_per_task_is_bounded(tmp_path):
     import subprocess
     import sys
 
-    from kafkalog.format import fast
+    from kafkalog.format import columnar as fast
 
     part = tmp_path / "big-0"
     part.mkdir()
@@ -225,8 +225,8 @@ def test_memory_per_task_is_bounded(tmp_path):
     del chunk
     code = f"""
 import resource, sys
-from kafkalog.table.options import parse_read_options
-from kafkalog.table.reader import (open_selected, plan_input_partitions, read_partition,
+from kafkalog.dataset.options import parse_read_options
+from kafkalog.dataset.reader import (open_selected, plan_input_partitions, read_partition,
                                    resolve_ranges)
 o = parse_read_options({{"path": {str(tmp_path)!r}, "minpartitions": "1"}})
 logs = open_selected(o)

@@ -149,7 +149,7 @@ def test_registering_imports_neither_the_log_layer_nor_numpy_nor_pyarrow():
     code = (
         "import sys, kafkalog.spark, kafkalog.spark.datasource as d; d.KafkaLogDataSource.name(); "
         "print(sorted(m for m in sys.modules if m in ('numpy', 'pyarrow', 'pandas') "
-        "or m.startswith(('kafkalog.table', 'kafkalog.log', 'kafkalog.format'))))"
+        "or m.startswith(('kafkalog.dataset', 'kafkalog.log', 'kafkalog.format'))))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -10,14 +10,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kafkalog.dataset import reader
+from kafkalog.dataset.options import parse_read_options
+from kafkalog.dataset.reader import KafkaInputPartition, read_partition
+from kafkalog.dataset.schema import arrow_schema
 from kafkalog.errors import CorruptRecordError
 from kafkalog.format import MemoryRecordsBuilder
-from kafkalog.log.manager import LogManager
-from kafkalog.log.naming import TopicPartition
-from kafkalog.table import reader
-from kafkalog.table.options import parse_read_options
-from kafkalog.table.reader import KafkaInputPartition, read_partition
-from kafkalog.table.schema import arrow_schema
+from kafkalog.log.datadir.manager import LogManager
+from kafkalog.log.datadir.naming import TopicPartition
 
 kafka_records = pytest.importorskip("kafka.record.memory_records")
 
@@ -102,7 +102,7 @@ def test_batches_are_coalesced_to_about_target_rows(tmp_path):
 def test_buffers_are_reused_while_spark_holds_the_previous_batch(tmp_path, monkeypatch):
     """Spark's worker keeps the previous batch (and a struct-wrapped view of it) while asking
     for the next: decoding must still reuse arrays instead of allocating per batch."""
-    from kafkalog.format import _columnar_decode
+    from kafkalog.format.columnar import decode as _columnar_decode
 
     allocations = []
     original = _columnar_decode._Buffers.__init__

@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from kafkalog.log.manager import LogManager
-from kafkalog.log.naming import TopicPartition
+from kafkalog.log.datadir.manager import LogManager
+from kafkalog.log.datadir.naming import TopicPartition
 
 from .helpers import T0, record, write_dir, write_transactions
 
@@ -171,8 +171,8 @@ def test_failed_staged_write_leaves_the_log_unchanged(spark, tmp_path):
 _APPENDER = """
 import sys, time
 from kafkalog.format import MemoryRecordsBuilder
-from kafkalog.log.manager import LogManager
-from kafkalog.log.naming import TopicPartition
+from kafkalog.log.datadir.manager import LogManager
+from kafkalog.log.datadir.naming import TopicPartition
 root, batches = sys.argv[1], int(sys.argv[2])
 n = 0
 for i in range(batches):
@@ -249,8 +249,8 @@ def test_available_now_and_streaming_sink_exactly_once(spark, tmp_path):
     assert back.count() == 400
     assert back.select("value").distinct().count() == 400
     # A replayed micro-batch (same id) is skipped by the sink's commit.
+    from kafkalog.dataset.options import parse_write_options
     from kafkalog.spark.writer import KafkaLogStreamWriter
-    from kafkalog.table.options import parse_write_options
 
     schema = back.select("value").schema
     sink = KafkaLogStreamWriter(

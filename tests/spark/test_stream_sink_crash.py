@@ -139,7 +139,7 @@ def _source_values(ckpt: Path, batch_id: int) -> Counter:
 
 
 def test_sigkilled_streaming_sink_restarts_without_loss_or_duplicates(tmp_path):
-    from kafkalog.log.verify import verify
+    from kafkalog.log.verify.data_dir import verify
 
     src, dst, ckpt = tmp_path / "src", tmp_path / "dst", tmp_path / "ckpt"
     write_dir(src, {"a": 2}, RECORDS)

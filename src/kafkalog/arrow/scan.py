@@ -1,7 +1,7 @@
 """Kafka data directories as Arrow record batches, without Spark.
 
 A scan is planned the way the Spark source plans a batch query (the same option meanings, the
-same planner and the same columnar reader, :mod:`kafkalog.table.reader`, which runs without
+same planner and the same columnar reader, :mod:`kafkalog.dataset.reader`, which runs without
 pyspark): partitions are chosen, offset ranges resolved from listings, index files and segment
 tails, and cut into byte ranges of segments. Planning happens when the scan is made, so bad
 options and missing data surface at once; records are decoded only as batches are pulled.
@@ -20,12 +20,21 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
+from ..dataset import (
+    EARLIEST,
+    LATEST,
+    OffsetSpec,
+    OptionError,
+    arrow_schema,
+    discover,
+    open_selected,
+    parse_read_options,
+    plan_input_partitions,
+    read_partition,
+    resolve_ranges,
+)
 from ..errors import KafkalogError
-from ..log.naming import TopicPartition
-from ..table.options import EARLIEST, LATEST, OffsetSpec, OptionError, parse_read_options
-from ..table.planner import discover
-from ..table.reader import open_selected, plan_input_partitions, read_partition, resolve_ranges
-from ..table.schema import arrow_schema
+from ..log.datadir import TopicPartition
 
 __all__ = ["OffsetsArg", "Scan", "open_data_dir", "plan_scan", "schema"]
 
@@ -262,9 +271,9 @@ def open_data_dir(
     (:data:`OffsetsArg`) or ``starting_timestamp``/``ending_timestamp`` (milliseconds: the first
     offset whose timestamp is at or after it). ``isolation_level="read_committed"`` stops at the
     last stable offset and drops aborted records. Offsets asked for but gone raise
-    :class:`~kafkalog.table.planner.DataLossError` unless ``fail_on_data_loss=False``.
+    :class:`~kafkalog.dataset.planner.DataLossError` unless ``fail_on_data_loss=False``.
     ``options`` takes any other option of the Spark source by its Spark name. Bad options raise
-    :class:`~kafkalog.table.options.OptionError` (a ``ValueError``) before anything is read.
+    :class:`~kafkalog.dataset.options.OptionError` (a ``ValueError``) before anything is read.
     """
     return plan_scan(
         path, topics=topics, topic_pattern=topic_pattern, partitions=partitions,

@@ -13,13 +13,12 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..errors import KafkalogError
+from ..errors import EXIT_OK, EXIT_PROBLEMS, KafkalogError
 from ..log.error_location import locate_in_partition
 from .operate import (
-    EXIT_OK,
-    EXIT_PROBLEMS,
     UsageError,
-    bounded_int,
+    add_apply_flag,
+    add_now_option,
     cleanup_policy,
     index_problem,
     logs_in_progress,
@@ -53,21 +52,14 @@ def add_parser(commands) -> None:
         "go. Retention of compact,delete topics is `kafkalog retention`.",
         epilog=EXAMPLES,
     ) as parser:
-        parser.add_argument(
-            "--apply", action="store_true", help="clean the logs (default: a dry run)"
-        )
+        add_apply_flag(parser, does="clean the logs")
         parser.add_argument(
             "--force",
             action="store_true",
             help="clean whatever is cleanable, whatever the dirty ratio "
             "(min.cleanable.dirty.ratio)",
         )
-        parser.add_argument(
-            "--now-ms",
-            type=bounded_int(0),
-            metavar="MS",
-            help="the time tombstone and lag rules use",
-        )
+        add_now_option(parser, used_for="the time tombstone and lag rules use")
         parser.add_argument(
             "--verbose", action="store_true", help="list every removed record (up to 1000 a log)"
         )
@@ -75,7 +67,7 @@ def add_parser(commands) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     from ..log.cleaner import clean
-    from ..log.manager import CONFIG_FROM_DEFAULTS
+    from ..log.datadir import CONFIG_FROM_DEFAULTS
 
     target = resolve_target(args.path, topics=args.topic, internal=False)
     now = now_ms(args)

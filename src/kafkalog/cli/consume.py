@@ -19,7 +19,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import BinaryIO
 
-from .data_errors import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, guarded, report
+from ..errors import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE
+from .data_errors import guarded, report
+from .operate import command_parser
 from .progress import Progress, add_quiet_flag
 from .record_json import (
     TIMESTAMP_TYPE_NAMES,
@@ -47,15 +49,15 @@ records, offsets that are gone, a record the chosen decoder refuses), 2 usage er
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
-    parser = commands.add_parser(
+    parser = command_parser(
+        commands,
         "consume",
-        help="print records of a data directory (from an offset or a time; --follow to tail)",
+        summary="print records of a data directory (from an offset or a time; --follow to tail)",
         description="Read records of a Kafka data directory as a consumer sees them: text in "
         "kafka-console-consumer's layout (value only unless --print-* options say more) or JSON "
         "lines (--json) that 'kafkalog produce' reads back byte for byte. Control records are "
         "never shown. Records are read in partition order, then offset order.",
         epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_data_dirs(parser)
     which = parser.add_argument_group("what to read")
@@ -296,8 +298,8 @@ def warn_unindexed_aborts(
 ) -> None:
     """Warn, once per segment, where read_committed returns aborted records because a
     segment's ``.txnindex`` is missing (Kafka's fetch reads only the index, so do we)."""
-    from ..log.verify_txn import unindexed_aborts
-    from ..table.planner import discover
+    from ..dataset import discover
+    from ..log.verify import unindexed_aborts
 
     directories = discover(data_dirs)
     for tp, (start, end) in ranges.items():

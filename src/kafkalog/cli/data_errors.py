@@ -12,9 +12,7 @@ import warnings
 from collections.abc import Callable
 from contextlib import contextmanager
 
-from ..errors import KafkalogError
-
-EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_IO = 0, 1, 2, 3
+from ..errors import EXIT_IO, EXIT_PROBLEMS, EXIT_USAGE, KafkalogError
 
 
 def report(command: str, message: object) -> None:
@@ -36,8 +34,8 @@ def _cli_words(text: str) -> str:
 
 def exit_status(command: str, error: BaseException) -> int:
     """Report ``error`` on stderr and return its exit status."""
-    from ..log.manager import DataDirLockedError
-    from ..table.options import OptionError
+    from ..dataset import OptionError
+    from ..log.datadir import DataDirLockedError
 
     if isinstance(error, OptionError):
         report(command, error)

@@ -16,18 +16,9 @@ import argparse
 import os
 import sys
 
-from ..errors import KafkalogError
-from ..log.regular_file import require_regular_file
-from .dump_common import (
-    DEFAULT_MAX_MESSAGE_SIZE,
-    EXIT_IO,
-    EXIT_OK,
-    EXIT_PROBLEMS,
-    EXIT_USAGE,
-    DumpOptions,
-    DumpReports,
-    FileDump,
-)
+from ..errors import EXIT_IO, EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, KafkalogError
+from ..log.datadir import require_regular_file
+from .dump_common import DEFAULT_MAX_MESSAGE_SIZE, DumpOptions, DumpReports, FileDump
 from .dump_index import (
     LEFTOVER_SUFFIXES,
     OffsetIndexDump,
@@ -37,10 +28,11 @@ from .dump_index import (
 )
 from .dump_log import LogDump
 from .dump_payload import make_parser
+from .operate import command_parser
 from .progress import Progress, add_quiet_flag, total_bytes
 from .value_decoders import DECODER_NAMES
 
-__all__ = ["EXIT_IO", "EXIT_OK", "EXIT_PROBLEMS", "EXIT_USAGE", "add_parser", "file_kind", "run"]
+__all__ = ["add_parser", "file_kind", "run"]
 
 # What each file name suffix holds, and who dumps it.
 KINDS: dict[str, tuple[str, type[FileDump]]] = {
@@ -67,15 +59,15 @@ exit status: 0 clean, 1 data problems found, 2 usage error, 3 I/O error
 
 
 def add_parser(commands) -> None:
-    parser = commands.add_parser(
+    parser = command_parser(
+        commands,
         "dump",
-        help="print the contents of Kafka's log files, like kafka-dump-log",
+        summary="print the contents of Kafka's log files, like kafka-dump-log",
         description="Print the contents of Kafka's log files, as kafka-dump-log does: segments "
         "(.log and the .swap/.cleaned/.deleted leftovers), KRaft snapshots (.checkpoint, "
         "bootstrap.checkpoint), offset and time indexes (.index, .timeindex, checked against "
         "their .log), transaction indexes (.txnindex) and producer snapshots (.snapshot).",
         epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("paths", nargs="*", metavar="FILE", help="files to dump")
     parser.add_argument(

@@ -16,17 +16,12 @@ from dataclasses import dataclass, field
 from typing import TextIO
 
 from ..errors import KafkalogError
+from ..log.datadir import offset_from_file_name, open_regular
 from ..log.errors import InvalidFileNameError
-from ..log.naming import offset_from_file_name
-from ..log.regular_file import open_regular
 from .dump_payload import PayloadParser
 from .progress import Progress
 
 __all__ = [
-    "EXIT_IO",
-    "EXIT_OK",
-    "EXIT_PROBLEMS",
-    "EXIT_USAGE",
     "DumpOptions",
     "DumpReports",
     "FileDump",
@@ -36,7 +31,6 @@ __all__ = [
     "segment_start_offset",
 ]
 
-EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_IO = 0, 1, 2, 3
 
 DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024  # kafka-dump-log's --max-message-size
 
@@ -77,7 +71,8 @@ class DumpReports:
         table.setdefault(java_absolute_path(path), []).append(pair)
 
     def write(self, err: TextIO) -> None:
-        # Kafka prepends to Scala Lists for index mismatches and offset gaps: newest first.
+        # Index mismatches newest first (a TreeMap in reverse order in 4.3+, a Scala List
+        # prepended to before); offset gaps in ascending order (4.3+'s TreeMap).
         for name, pairs in self.index_mismatches.items():
             err.write(f"Mismatches in :{name}\n")
             for index_offset, log_offset in reversed(pairs):
@@ -98,7 +93,7 @@ class DumpReports:
                 err.write(f"Indexed offset: {indexed}, found log offset: {found}\n")
         for name, pairs in self.non_consecutive.items():
             err.write(f"Non-consecutive offsets in {name}\n")
-            for first, second in reversed(pairs):
+            for first, second in sorted(pairs):  # 4.3+: a TreeMap (3.9-4.2 newest first)
                 err.write(f"  {first} is followed by {second}\n")
 
 

@@ -22,7 +22,7 @@ import re
 import uuid
 
 from ..format.internal import uuid_to_kafka_string
-from ..format.internal.schema import Field, Message, StructSpec
+from ..format.message import Field, Message
 
 __all__ = ["java_json", "kafka_json", "metadata_type_name"]
 
@@ -30,16 +30,17 @@ __all__ = ["java_json", "kafka_json", "metadata_type_name"]
 def kafka_json(msg: Message, data: dict, version: int) -> dict:
     """The fields of ``data`` (read with ``msg``) that Kafka's JSON converter writes at ``version``,
     as JSON-ready values (bytes as base64, UUIDs in Kafka's form)."""
-    return _struct(msg.struct, data, version)
+    return _struct(msg.fields, data, version)
 
 
-def _struct(spec: StructSpec, data: dict, version: int) -> dict:
+def _struct(fields: list[Field], data: dict, version: int) -> dict:
     out: dict = {}
-    for f in spec.fields:
-        if version not in f.versions:
+    for f in fields:
+        if not f.in_version(version):
             continue
-        value = data.get(f.name, f.default_value())
-        if version in f.tagged and value == f.default_value():
+        default = f.default_for(version)
+        value = data.get(f.name, default)
+        if f.tag is not None and value == default:
             continue
         out[f.name] = _value(f, value, version)
     return out
@@ -48,15 +49,15 @@ def _struct(spec: StructSpec, data: dict, version: int) -> dict:
 def _value(f: Field, value: object, version: int) -> object:
     if value is None:
         return None
-    if f.is_array:
+    if f.type == "[]":
         assert isinstance(value, list)
-        if f.type == "struct":
-            assert f.struct_spec is not None
-            return [_struct(f.struct_spec, v, version) for v in value]
+        return [_struct(f.fields, v, version) for v in value]
+    if f.type.startswith("["):
+        assert isinstance(value, list)
         return [_scalar(v) for v in value]
-    if f.type == "struct":
-        assert f.struct_spec is not None and isinstance(value, dict)
-        return _struct(f.struct_spec, value, version)
+    if f.type == "{}":
+        assert isinstance(value, dict)
+        return _struct(f.fields, value, version)
     return _scalar(value)
 
 

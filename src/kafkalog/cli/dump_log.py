@@ -17,14 +17,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import CorruptRecordError, InvalidRecordError, KafkalogError
-from ..format import Batch, ControlRecordType, RecordsScan, Tail, TimestampType, fast
+from ..format import Batch, ControlRecordType, RecordsScan, Tail, TimestampType
+from ..format import columnar as fast
 from ..format.constants import MAGIC_VALUE_V0, MAGIC_VALUE_V2
 from ..format.control import decode_control_type, decode_end_txn_marker
 from ..format.record import Header, Record
+from ..log.datadir import parse_snapshot_file_name
 from ..log.errors import InvalidFileNameError
-from ..log.naming import parse_snapshot_file_name
-from ..log.verify_segment import hidden_records_problem
-from ..log.verify_tail import partial_tail_problem
+from ..log.verify import hidden_records_problem, partial_tail_problem
 from .dump_common import FileDump, open_buffer, optional_long, segment_start_offset
 from .dump_kafka_json import java_json
 from .dump_payload import Parsed, control_json
@@ -317,15 +317,17 @@ class LogDump(FileDump):
                 if lines is not None:
                     offsets, text = lines
                     for offset in offsets:  # as in the loop below
-                        if last_offset != -1 and offset != last_offset + 1:
+                        if offset != last_offset + 1:
                             self.reports.add(
                                 self.reports.non_consecutive, self.path, (last_offset, offset)
                             )
                         last_offset = offset
                     self.out.write(text)
                 for record in batch_records:
-                    # kafka-dump-log's rule: the first record of a file is never a gap.
-                    if last_offset != -1 and record.offset != last_offset + 1:
+                    # kafka-dump-log's rule (4.3+): the first record of a file follows -1, so
+                    # a file whose records do not start at offset 0 (any segment but the first,
+                    # a cleaned one) begins with "-1 is followed by FIRST".
+                    if record.offset != last_offset + 1:
                         self.reports.add(
                             self.reports.non_consecutive, self.path, (last_offset, record.offset)
                         )

@@ -34,8 +34,8 @@ from ..format.internal import consumer_offsets as offsets_module
 from ..format.internal import control as control_module
 from ..format.internal import metadata as metadata_module
 from ..format.internal.result import BYTE_ERRORS
-from ..format.internal.schema import Message, read_message
 from ..format.internal.transaction_state import TRANSACTION_LOG_VALUE, TRANSACTION_STATUSES
+from ..format.message import Message, read_message
 from ..format.record import Record
 from .dump_kafka_json import java_json, kafka_json, metadata_type_name
 from .value_decoders import ValueDecodeError, decoder, shown
@@ -124,13 +124,14 @@ class _CoordinatorParser(PayloadParser):
             return Parsed(None, None, note=message, problem=InvalidRecordError(message))
         value_bytes = None if record.value is None else bytes(record.value)
         key, value = self.decode(bytes(record.key), value_bytes)
+        if key.error is None and key.data is None:
+            # As Kafka: a key of an unknown type is reported before the value is read.
+            text = f"Unknown record type {key.api_key} at offset {offset}, skipping."
+            return Parsed(text, None, note=text)
         failed = key.error or value.error
         if failed:
             text = f"Error at offset {offset}, skipping. {failed}"
             return Parsed(text, None, note=failed, problem=InvalidRecordError(failed))
-        if key.data is None:
-            text = f"Unknown record type {key.api_key} at offset {offset}, skipping."
-            return Parsed(text, None, note=text)
         key_json = {"type": str(key.api_key), "data": dict(key.data)}
         if value_bytes is None:
             return Parsed(java_json(key_json), DELETE, key_json, None)

@@ -14,7 +14,9 @@ import json
 import os
 import sys
 
-from .data_errors import EXIT_OK, EXIT_USAGE, guarded, report
+from ..errors import EXIT_OK, EXIT_USAGE
+from .data_errors import guarded, report
+from .operate import command_parser
 from .progress import Progress, add_quiet_flag
 from .selection import add_data_dirs, add_decoders, add_read_policy, add_topic_choice
 
@@ -36,15 +38,15 @@ PARQUET_CODECS = ("snappy", "zstd", "gzip", "lz4", "brotli", "none")
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
-    parser = commands.add_parser(
+    parser = command_parser(
+        commands,
         "export",
-        help="write a data directory's records to Parquet, JSON lines or CSV",
+        summary="write a data directory's records to Parquet, JSON lines or CSV",
         description="Export records of a Kafka data directory with Spark's Kafka source columns "
         "(key, value, topic, partition, offset, timestamp, timestampType, and headers with "
         "--include-headers) to Parquet, JSON lines or CSV. Selection and ranges take the Spark "
         "source's meanings (docs/spark.md); control records are never exported.",
         epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_data_dirs(parser)
     parser.add_argument(

@@ -12,6 +12,7 @@ import sys
 from collections.abc import Sequence
 
 from .. import __version__
+from ..errors import EXIT_OK
 
 # Command name -> module of this package. Only the module of the command being run is imported, so
 # `kafkalog dump` does not pay for the server's asyncio or the export's Parquet writer at start-up.
@@ -30,11 +31,6 @@ COMMANDS: dict[str, str] = {
     "transactions": "transactions",
     "make-bootable": "make_bootable",
 }
-
-EXIT_OK = 0
-EXIT_PROBLEMS = 1
-EXIT_USAGE = 2
-EXIT_IO = 3
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:

@@ -4,14 +4,15 @@ KRaft broker boots from and serves (the offline bulk load into a new Kafka node)
 It writes ``meta.properties``, the bootstrap records ``kafka-storage format`` would write plus a
 TopicRecord and PartitionRecords for every topic and partition in the directory (with the topic
 ids of their ``partition.metadata``), and the high watermark checkpoint: see
-:mod:`kafkalog.log.bootable` and docs/log.md.
+:mod:`kafkalog.log.datadir.bootable` and docs/log.md.
 """
 
 from __future__ import annotations
 
 import argparse
 
-from .operate import EXIT_OK, UsageError, bounded_int, guarded, plural, write_json
+from ..errors import EXIT_OK
+from .operate import UsageError, bounded_int, command_parser, guarded, plural, write_json
 
 EXAMPLES = """\
 examples:
@@ -32,21 +33,21 @@ partitions of a topic with different ids), 2 usage error, 3 I/O error or the dir
 
 
 def add_parser(commands) -> None:
-    from ..log.bootable import DEFAULT_RELEASE, RELEASES
+    from ..log.datadir import DEFAULT_RELEASE, RELEASES
 
-    parser = commands.add_parser(
+    parser = command_parser(
+        commands,
         "make-bootable",
-        help="make a kafkalog-written data directory bootable by a new single-node KRaft broker",
+        summary="make a kafkalog-written data directory bootable by a new single-node KRaft broker",
         description="Write what a new single-node Kafka KRaft broker (process.roles="
         "broker,controller, a static controller.quorum.voters) needs to boot from DATA_DIR and "
         "serve every partition in it, instead of `kafka-storage format`: meta.properties "
         "(node.id, cluster.id, directory.id), the bootstrap records (the release's "
         "metadata.version and features, then a TopicRecord per topic with the id of its "
-        "partition.metadata, its configs, a PartitionRecord per partition led by the node, and "
+        "partition.metadata, its configs, a PartitionRecord per partition on the node, and "
         "the next producer id above the logs' producers) and replication-offset-checkpoint. "
         "The controller appends the bootstrap records to its metadata log when it first starts.",
         epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("data_dir", metavar="DATA_DIR", help="a data directory kafkalog wrote")
     parser.add_argument(
@@ -78,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from ..log.bootable import make_bootable
+    from ..log.datadir import make_bootable
 
     try:
         result = make_bootable(

@@ -2,14 +2,14 @@
 share: which partitions a path names, opening their logs as a broker would, and exit statuses.
 
 A path is a data directory (a ``log.dirs`` entry) or a partition directory (one that directly
-holds ``*.log`` files, see :func:`kafkalog.log.verify.is_partition_dir`). A partition directory's
-parent is taken as its data directory: its checkpoints, clean-shutdown marker, topic configs and
-``.lock`` apply.
+holds ``*.log`` files, see :func:`kafkalog.log.verify.data_dir.is_partition_dir`). A partition
+directory's parent is taken as its data directory: its checkpoints, clean-shutdown marker, topic
+configs and ``.lock`` apply.
 
 Changing commands hold the data directory's ``.lock`` as a broker does (exit 3 when a broker or
 another kafkalog holds it). Opening a whole data directory for writing is a broker's startup and
-clean shutdown (:class:`~kafkalog.log.manager.LogManager`): it recovers every partition after an
-unclean shutdown and writes the checkpoints and the clean-shutdown marker when done.
+clean shutdown (:class:`~kafkalog.log.datadir.manager.LogManager`): it recovers every partition
+after an unclean shutdown and writes the checkpoints and the clean-shutdown marker when done.
 """
 
 from __future__ import annotations
@@ -25,26 +25,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import KafkalogError
+from ..errors import EXIT_IO, EXIT_PROBLEMS, EXIT_USAGE, KafkalogError
 from .progress import Progress, add_quiet_flag, total_bytes
 
 if TYPE_CHECKING:  # the log layer is imported when a command runs, not when the CLI starts
-    from ..log.log import Log
+    from ..log.partition import Log
 
-EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_IO = 0, 1, 2, 3
 
 __all__ = [
-    "EXIT_IO",
-    "EXIT_OK",
-    "EXIT_PROBLEMS",
-    "EXIT_USAGE",
     "PartitionLog",
     "Target",
     "UsageError",
+    "add_apply_flag",
+    "add_now_option",
     "add_target_arguments",
     "bounded_int",
     "checkpoint_problems",
     "cleanup_policy",
+    "command_parser",
     "format_time",
     "guarded",
     "index_problem",
@@ -82,7 +80,7 @@ class PartitionLog:
     directory: Path
     log: Log | None
     error: str | None = None
-    # Where the topic's configs came from (kafkalog.log.manager's CONFIG_FROM_* values).
+    # Where the topic's configs came from (kafkalog.log.datadir.manager's CONFIG_FROM_* values).
     config_source: str = "defaults"
 
 
@@ -95,6 +93,35 @@ def add_target_arguments(parser: argparse.ArgumentParser, *, what: str) -> None:
         help="only this topic's partitions (repeatable)",
     )
     parser.add_argument("--json", action="store_true", help="one JSON object per line")
+
+
+def command_parser(
+    commands: argparse._SubParsersAction,
+    name: str,
+    *,
+    summary: str,
+    description: str,
+    epilog: str,
+) -> argparse.ArgumentParser:
+    """A command's parser: ``summary`` in the command list, ``description`` and the ``epilog``
+    of examples (its line breaks kept) in its own ``--help``."""
+    return commands.add_parser(
+        name,
+        help=summary,
+        description=description,
+        epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+
+
+def add_apply_flag(parser: argparse.ArgumentParser, *, does: str) -> None:
+    """``--apply``: a changing command is a dry run without it; ``does`` says what it changes."""
+    parser.add_argument("--apply", action="store_true", help=f"{does} (default: a dry run)")
+
+
+def add_now_option(parser: argparse.ArgumentParser, *, used_for: str) -> None:
+    """``--now-ms``, the time :func:`now_ms` gives (``used_for`` says which rules judge by it)."""
+    parser.add_argument("--now-ms", type=bounded_int(0), metavar="MS", help=used_for)
 
 
 @contextlib.contextmanager
@@ -110,13 +137,7 @@ def operator_parser(
     """The parser of a command that walks a data directory's partitions: the target arguments
     first, the command's own options (added inside the ``with``), then ``--quiet``; ``body``
     runs under :func:`guarded`, which turns expected failures into exit statuses."""
-    parser = commands.add_parser(
-        name,
-        help=summary,
-        description=description,
-        epilog=epilog,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    parser = command_parser(commands, name, summary=summary, description=description, epilog=epilog)
     add_target_arguments(parser, what="a data directory or a partition directory")
     yield parser
     add_quiet_flag(parser)
@@ -144,8 +165,7 @@ def resolve_target(path: str, *, topics: list[str] | None = None, internal: bool
 
     Raises FileNotFoundError for a missing path and UsageError for a file or a directory that is
     neither a data directory nor a partition directory."""
-    from ..log.cluster_metadata import CLUSTER_METADATA_DIR
-    from ..log.naming import PartitionDirKind, parse_partition_dir_name
+    from ..log.datadir import CLUSTER_METADATA_DIR, PartitionDirKind, parse_partition_dir_name
     from ..log.verify import is_partition_dir
 
     root = Path(path)
@@ -181,7 +201,7 @@ def resolve_target(path: str, *, topics: list[str] | None = None, internal: bool
 
 
 def _topic_of(directory: Path) -> str | None:
-    from ..log.naming import parse_partition_dir_name
+    from ..log.datadir import parse_partition_dir_name
 
     try:
         return parse_partition_dir_name(directory.name).topic_partition.topic
@@ -191,7 +211,7 @@ def _topic_of(directory: Path) -> str | None:
 
 def guarded(command: str, run: Callable[[], int]) -> int:
     """Run a command body; expected failures become a message on stderr and an exit status."""
-    from ..log.manager import DataDirLockedError
+    from ..log.datadir import DataDirLockedError
 
     prefix = f"kafkalog {command}"
     try:
@@ -215,7 +235,7 @@ def guarded(command: str, run: Callable[[], int]) -> int:
 
 def _topic_configs(data_dir: Path):
     """A LogManager that opens no log: topic configs (KRaft metadata, topics file, defaults)."""
-    from ..log.manager import TopicConfigs
+    from ..log.datadir import TopicConfigs
 
     return TopicConfigs(data_dir)
 
@@ -227,7 +247,7 @@ def _checkpoints(data_dir: Path) -> dict[str, dict]:
 
 
 def _read_checkpoints(data_dir: Path) -> dict[str, tuple[dict, Exception | None]]:
-    from ..log.checkpoints import (
+    from ..log.datadir import (
         LOG_START_OFFSET_CHECKPOINT,
         RECOVERY_POINT_OFFSET_CHECKPOINT,
         read_offset_checkpoint_or_reset,
@@ -242,7 +262,7 @@ def _read_checkpoints(data_dir: Path) -> dict[str, tuple[dict, Exception | None]
 def checkpoint_problems(target: Target) -> list[tuple[Path, str]]:
     """The data directory's malformed offset checkpoints, each with what a broker's startup
     does about it (Kafka's LogManager warns and resets rather than refusing to start)."""
-    from ..log.checkpoints import RECOVERY_POINT_OFFSET_CHECKPOINT
+    from ..log.datadir import RECOVERY_POINT_OFFSET_CHECKPOINT
 
     found = []
     for name, (_, problem) in _read_checkpoints(target.data_dir).items():
@@ -267,9 +287,12 @@ def checkpoint_problems(target: Target) -> list[tuple[Path, str]]:
 
 def partition_offsets(target: Target, directory: Path) -> tuple[int, int, bool]:
     """(recovery point, log start offset, had clean shutdown) from the data directory."""
-    from ..log.checkpoints import LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_OFFSET_CHECKPOINT
-    from ..log.clean_shutdown import CLEAN_SHUTDOWN_FILE_NAME
-    from ..log.naming import parse_partition_dir_name
+    from ..log.datadir import (
+        CLEAN_SHUTDOWN_FILE_NAME,
+        LOG_START_OFFSET_CHECKPOINT,
+        RECOVERY_POINT_OFFSET_CHECKPOINT,
+        parse_partition_dir_name,
+    )
 
     checkpoints = _checkpoints(target.data_dir)
     try:
@@ -307,10 +330,9 @@ def open_logs(
         with _open_data_dir(target, clock, prepare) as logs:
             yield logs
         return
-    from ..log.dir_lock import DataDirLocks, real_data_dirs
+    from ..log.datadir import DataDirLocks, real_data_dirs, require_regular_entries
     from ..log.error_location import locate_in_partition
-    from ..log.log import Log
-    from ..log.regular_file import require_regular_entries
+    from ..log.partition import Log
 
     configs = _topic_configs(target.data_dir)
     # The lock of the data directory that really holds each partition (symlinks resolved): a
@@ -372,7 +394,7 @@ def now_ms(args: argparse.Namespace) -> int:
 
 
 def _describe(e: Exception) -> str:
-    from ..log.checkpoints import LEADER_EPOCH_CHECKPOINT
+    from ..log.datadir import LEADER_EPOCH_CHECKPOINT
 
     if isinstance(e, OSError) and not isinstance(e, KafkalogError):
         return f"{e.filename or 'reading'}: {e.strerror or e}"
@@ -398,7 +420,7 @@ def index_problem(log) -> str | None:
 
 @contextlib.contextmanager
 def _open_data_dir(target: Target, clock, prepare) -> Iterator[list[PartitionLog]]:
-    from ..log.manager import LogManager
+    from ..log.datadir import LogManager
 
     with LogManager(target.data_dir, writable=True, clock=clock, prepare=prepare) as manager:
         wanted = set(target.partitions)
@@ -412,12 +434,12 @@ def _open_data_dir(target: Target, clock, prepare) -> Iterator[list[PartitionLog
 def _update_checkpoints(target: Target, logs: list) -> None:
     """After changing partitions alone, their recovery points and log start offsets in the data
     directory's checkpoints (the other partitions' entries are kept)."""
-    from ..log.checkpoints import (
+    from ..log.datadir import (
+        CLUSTER_METADATA_DIR,
         LOG_START_OFFSET_CHECKPOINT,
         RECOVERY_POINT_OFFSET_CHECKPOINT,
         write_offset_checkpoint,
     )
-    from ..log.cluster_metadata import CLUSTER_METADATA_DIR
 
     # The KRaft metadata log keeps its offsets itself, never in these checkpoints.
     logs = [log for log in logs if log.topic_partition is not None

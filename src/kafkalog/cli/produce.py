@@ -21,7 +21,9 @@ import sys
 import time
 from collections.abc import Iterator
 
-from .data_errors import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, guarded, report
+from ..errors import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE
+from .data_errors import guarded, report
+from .operate import command_parser
 from .progress import Progress, add_quiet_flag
 from .record_json import InputRecord, RecordFormatError, parse_json_record
 
@@ -44,15 +46,15 @@ MAX_SEQUENCE = (1 << 31) - 1
 
 
 def add_parser(commands: argparse._SubParsersAction) -> None:
-    parser = commands.add_parser(
+    parser = command_parser(
+        commands,
         "produce",
-        help="append records from JSON or text lines to a topic in a data directory",
+        summary="append records from JSON or text lines to a topic in a data directory",
         description="Append records to a Kafka data directory through the log layer (Kafka's "
         "validation and offset assignment), reading JSON lines (the format 'kafkalog consume "
         "--json' writes) or text lines from stdin or a file. Creates the data directory and "
         "topic when missing.",
         epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("data_dir", metavar="DATA_DIR", help="the data directory to write")
     where = parser.add_argument_group("where records go")
@@ -148,7 +150,7 @@ def _pairs(items: list[str], what: str) -> list[tuple[str, str]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..log.config import LogConfig
+    from ..log.partition import LogConfig
     from .produce_writer import internal_topic_refusal
 
     try:
@@ -181,7 +183,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _produce(args: argparse.Namespace, configs: dict[str, str], extra_headers: tuple) -> int:
-    from ..log.manager import LogManager
+    from ..log.datadir import LogManager
     from .produce_writer import PartitionWriter
 
     stream = open(args.file, "rb") if args.file else sys.stdin.buffer

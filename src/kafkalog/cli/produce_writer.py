@@ -15,15 +15,14 @@ import time
 import warnings
 from dataclasses import dataclass, field
 
-from ..format import fast
+from ..dataset import StickyPartitioner
+from ..format import columnar as fast
 from ..format.builder import build_end_txn_marker_batch
 from ..format.constants import ControlRecordType
 from ..format.partitioner import partition_for_key
-from ..format.validator_types import AppendOrigin
-from ..log.log import Log
-from ..log.manager import LogManager
-from ..log.naming import INTERNAL_TOPICS, TopicPartition
-from ..table.partitioning import StickyPartitioner
+from ..format.validate import AppendOrigin
+from ..log.datadir import INTERNAL_TOPICS, LogManager, TopicPartition
+from ..log.partition import Log
 from .record_json import InputRecord, RecordFormatError
 
 __all__ = ["InternalTopicError", "PartitionWriter", "internal_topic_refusal"]

@@ -13,7 +13,6 @@ import argparse
 import os
 import shutil
 import sys
-from types import TracebackType
 from typing import TextIO
 
 THRESHOLD_BYTES = 64 * 1024 * 1024
@@ -34,17 +33,17 @@ def total_bytes(paths: list[str]) -> int:
     for path in paths:
         if os.path.isdir(path):
             for root, _dirs, files in os.walk(path):
-                for name in files:
-                    try:
-                        total += os.path.getsize(os.path.join(root, name))
-                    except OSError:
-                        pass
+                total += sum(_size(os.path.join(root, name)) for name in files)
         else:
-            try:
-                total += os.path.getsize(path)
-            except OSError:
-                pass
+            total += _size(path)
     return total
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
 
 
 class Progress:
@@ -100,12 +99,7 @@ class Progress:
     def __enter__(self) -> Progress:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.close()
 
 

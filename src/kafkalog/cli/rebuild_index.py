@@ -14,11 +14,12 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import EXIT_OK, EXIT_PROBLEMS
 from .operate import (
-    EXIT_OK,
-    EXIT_PROBLEMS,
     Target,
     UsageError,
+    add_apply_flag,
+    command_parser,
     guarded,
     open_logs,
     plural,
@@ -66,9 +67,11 @@ class _Segment:
 
 
 def add_parser(commands) -> None:
-    parser = commands.add_parser(
+    parser = command_parser(
+        commands,
         "rebuild-index",
-        help="rebuild segments' .index/.timeindex/.txnindex from the log (dry run unless --apply)",
+        summary="rebuild segments' .index/.timeindex/.txnindex from the log "
+        "(dry run unless --apply)",
         description="Rebuild the offset, time and transaction indexes of every segment of a "
         "partition directory, or of the one segment a .log/.index/.timeindex/.txnindex file "
         "names, from the segment's log, as Kafka does when an index is missing or corrupt. "
@@ -78,12 +81,9 @@ def add_parser(commands) -> None:
         "and --apply refuses when a damaged segment's own index must be rebuilt. Segments "
         "are not re-checked as after an unclean shutdown: that is `kafkalog recover`.",
         epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("path", metavar="PARTITION_DIR|SEGMENT_FILE", help="what to rebuild")
-    parser.add_argument(
-        "--apply", action="store_true", help="change the files (default: a dry run)"
-    )
+    add_apply_flag(parser, does="change the files")
     parser.add_argument(
         "--truncate",
         action="store_true",
@@ -101,9 +101,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from ..errors import KafkalogError
+    from ..log.datadir import LOG_FILE_SUFFIX, offset_from_file_name, require_regular_entries
     from ..log.error_location import locate_in_partition
-    from ..log.naming import LOG_FILE_SUFFIX, offset_from_file_name
-    from ..log.regular_file import require_regular_entries
     from ..log.verify import is_partition_dir
 
     path = Path(args.path)
@@ -179,8 +178,7 @@ def _plan(directory: Path, bases: list[int], only: int | None, args) -> list[_Se
 
 def _inspect(directory: Path, segment: _Segment) -> None:
     from ..log.clock import SystemClock
-    from ..log.config import LogConfig
-    from ..log.recovery_plan import segment_valid_prefix
+    from ..log.partition import LogConfig, segment_valid_prefix
     from ..log.segment import LogSegment
 
     opened = LogSegment.open(directory, segment.base, LogConfig(), SystemClock(), writable=False)
@@ -198,8 +196,7 @@ def _inspect(directory: Path, segment: _Segment) -> None:
 
 def _records(directory: Path, base: int, position: int) -> tuple[int, bool]:
     from ..log.clock import SystemClock
-    from ..log.config import LogConfig
-    from ..log.recovery_plan import records_from
+    from ..log.partition import LogConfig, records_from
     from ..log.segment import LogSegment
 
     opened = LogSegment.open(directory, base, LogConfig(), SystemClock(), writable=False)
@@ -212,9 +209,7 @@ def _records(directory: Path, base: int, position: int) -> tuple[int, bool]:
 def _index_state(path: Path, base: int) -> dict:
     """``{"state": "ok"|"missing"|"absent"|"corrupt", "entries", "message"}`` of one index."""
     from ..errors import CorruptIndexError
-    from ..log.offset_index import OffsetIndex
-    from ..log.time_index import TimeIndex
-    from ..log.txn_index import TransactionIndex
+    from ..log.segment import OffsetIndex, TimeIndex, TransactionIndex
 
     if not path.exists():
         # Kafka writes a .txnindex only for a segment holding an aborted transaction.
@@ -243,7 +238,7 @@ def _describe(state: dict) -> str:
 
 
 def _apply(directory: Path, segments: list[_Segment]) -> None:
-    from ..log.quarantine import Quarantine
+    from ..log.partition import Quarantine
     from .operate import resolve_target
 
     rebuilt = [s for s in segments if s.action in (REBUILD, TRUNCATE)]

@@ -94,20 +94,20 @@ def iter_rows(batch: pa.RecordBatch) -> Iterator[Row]:
         yield Row(topics[i], partitions[i], offsets[i], ms[i], types[i], keys[i], values[i], hs)
 
 
+def _record_field(row: Row, what: str, data, encoding: str | None):
+    """:func:`field_json` of ``row``'s key or value (``what``), a decoder's refusal named."""
+    try:
+        return field_json(data, encoding)
+    except ValueDecodeError as e:
+        raise RecordFormatError(
+            f"{row.topic}-{row.partition} offset {row.offset}: {what}: {e}"
+        ) from None
+
+
 def record_object(row: Row, key_encoding: str | None, value_encoding: str | None) -> dict:
     """The JSON object of ``row``; RecordFormatError names the record a decoder refused."""
-    try:
-        key, key_enc = field_json(row.key, key_encoding)
-    except ValueDecodeError as e:
-        raise RecordFormatError(
-            f"{row.topic}-{row.partition} offset {row.offset}: key: {e}"
-        ) from None
-    try:
-        value, value_enc = field_json(row.value, value_encoding)
-    except ValueDecodeError as e:
-        raise RecordFormatError(
-            f"{row.topic}-{row.partition} offset {row.offset}: value: {e}"
-        ) from None
+    key, key_enc = _record_field(row, "key", row.key, key_encoding)
+    value, value_enc = _record_field(row, "value", row.value, value_encoding)
     headers = []
     for hk, hv in row.headers:
         shown, enc = field_json(hv, None)

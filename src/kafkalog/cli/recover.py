@@ -1,8 +1,8 @@
 """``kafkalog recover``: Kafka's log recovery on a data directory or one partition directory.
 
 By default a dry run: it prints what a broker starting on these files would truncate, rebuild
-and delete (:mod:`kafkalog.log.recovery_plan`), and changes nothing. ``--apply`` does it, under
-the data directory's ``.lock``, with kafkalog's loader: what Kafka deletes is moved to each
+and delete (:mod:`kafkalog.log.partition.recovery_plan`), and changes nothing. ``--apply`` does it,
+under the data directory's ``.lock``, with kafkalog's loader: what Kafka deletes is moved to each
 partition's ``kafkalog-quarantine/`` folder instead, with a NOTE.txt saying why.
 """
 
@@ -12,10 +12,10 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..errors import EXIT_OK, EXIT_PROBLEMS
 from .operate import (
-    EXIT_OK,
-    EXIT_PROBLEMS,
     Target,
+    add_apply_flag,
     checkpoint_problems,
     open_logs,
     operator_parser,
@@ -59,9 +59,7 @@ def add_parser(commands) -> None:
         "is moved to the partition's kafkalog-quarantine/ folder.",
         epilog=EXAMPLES,
     ) as parser:
-        parser.add_argument(
-            "--apply", action="store_true", help="change the files (default: a dry run)"
-        )
+        add_apply_flag(parser, does="change the files")
         parser.add_argument(
             "--full",
             action="store_true",
@@ -72,9 +70,9 @@ def add_parser(commands) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     from ..errors import KafkalogError
+    from ..log.datadir import require_regular_entries
     from ..log.error_location import locate_in_partition
-    from ..log.recovery_plan import plan_recovery
-    from ..log.regular_file import require_regular_entries
+    from ..log.partition import plan_recovery
 
     # A data directory's KRaft metadata log is the controller's to recover, as in a broker's
     # LogManager; name its partition directory to recover it.
@@ -146,7 +144,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def _checkpoint_actions(target: Target) -> list:
     """The data directory's malformed offset checkpoints, rewritten by --apply."""
-    from ..log.recovery_plan import REWRITE_CHECKPOINT, RecoveryAction
+    from ..log.partition import REWRITE_CHECKPOINT, RecoveryAction
 
     return [
         RecoveryAction(action=REWRITE_CHECKPOINT, path=str(path), reason=why)
@@ -156,7 +154,7 @@ def _checkpoint_actions(target: Target) -> list:
 
 def _apply(target: Target, args: argparse.Namespace) -> list[tuple[str, str]]:
     """Recover; what the loader did, and where it put what it took out, per partition."""
-    from ..log.leader_epoch_repair import describe_epochs, rebuild_leader_epoch_checkpoint
+    from ..log.partition import describe_epochs, rebuild_leader_epoch_checkpoint
 
     before = _quarantines(target)
     notes: list[tuple[str, str]] = []
@@ -177,7 +175,7 @@ def _apply(target: Target, args: argparse.Namespace) -> list[tuple[str, str]]:
 
 
 def _quarantines(target: Target) -> set[Path]:
-    from ..log.quarantine import QUARANTINE_DIR_NAME
+    from ..log.partition import QUARANTINE_DIR_NAME
 
     return {
         folder
@@ -203,7 +201,7 @@ def _summary(target: Target, plans, dir_actions, args) -> dict:
 def _action_lines(plan, target: Target) -> list[str]:
     """One line per action, except that segments re-checked after an unclean shutdown are
     counted on one line, and a dropped segment's index files ride on its .log's line."""
-    from ..log.recovery_plan import DROP_SEGMENT, REBUILD_INDEXES
+    from ..log.partition import DROP_SEGMENT, REBUILD_INDEXES
 
     def rechecked(a) -> bool:
         return (

@@ -1,9 +1,10 @@
 """``kafkalog retention``: apply topics' retention now (retention.ms, retention.bytes, the log
 start offset), as a broker's periodic retention check would.
 
-A dry run by default: the segments that would go, and why (:mod:`kafkalog.log.retention_plan`).
-``--apply`` deletes them as Kafka does (renamed ``.deleted``, then removed), under the data
-directory's ``.lock``, and moves the log start offset up.
+A dry run by default: the segments that would go, and why
+(:mod:`kafkalog.log.partition.retention_plan`). ``--apply`` deletes them as Kafka does (renamed
+``.deleted``, then removed), under the data directory's ``.lock``, and moves the log start offset
+up.
 """
 
 from __future__ import annotations
@@ -13,12 +14,11 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import KafkalogError
+from ..errors import EXIT_OK, EXIT_PROBLEMS, KafkalogError
 from ..log.error_location import locate_in_partition
 from .operate import (
-    EXIT_OK,
-    EXIT_PROBLEMS,
-    bounded_int,
+    add_apply_flag,
+    add_now_option,
     cleanup_policy,
     format_time,
     index_problem,
@@ -59,15 +59,8 @@ def add_parser(commands) -> None:
         "assumed configs without --assume-defaults.",
         epilog=EXAMPLES,
     ) as parser:
-        parser.add_argument(
-            "--apply", action="store_true", help="delete the segments (default: a dry run)"
-        )
-        parser.add_argument(
-            "--now-ms",
-            type=bounded_int(0),
-            metavar="MS",
-            help="evaluate retention.ms as of this time",
-        )
+        add_apply_flag(parser, does="delete the segments")
+        add_now_option(parser, used_for="evaluate retention.ms as of this time")
         parser.add_argument(
             "--assume-defaults",
             action="store_true",
@@ -78,8 +71,8 @@ def add_parser(commands) -> None:
 
 def _run(args: argparse.Namespace) -> int:
     from ..log.clock import MockClock, SystemClock
-    from ..log.manager import CONFIG_FROM_DEFAULTS
-    from ..log.retention_plan import plan_retention
+    from ..log.datadir import CONFIG_FROM_DEFAULTS
+    from ..log.partition import plan_retention
 
     target = resolve_target(args.path, topics=args.topic, internal=False)
     now = now_ms(args)

@@ -22,13 +22,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import CorruptRecordError, KafkalogError
+from ..errors import EXIT_OK, EXIT_PROBLEMS, CorruptRecordError, KafkalogError
 from ..format import TimestampType
 from ..format.constants import MAGIC_VALUE_V2
 from ..format.offsets_rule import check_batch_header, check_entry_offsets
 from .operate import (
-    EXIT_OK,
-    EXIT_PROBLEMS,
     cleanup_policy,
     format_time,
     logs_in_progress,
@@ -149,7 +147,7 @@ def _run(args: argparse.Namespace) -> int:
         from .stats_plot import check_plot_path
 
         check_plot_path(args.plot)
-    from ..log.manager import CONFIG_FROM_DEFAULTS
+    from ..log.datadir import CONFIG_FROM_DEFAULTS
 
     target = resolve_target(args.path, topics=args.topic)
     results: list[PartitionStats] = []
@@ -192,7 +190,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _new(directory: Path) -> PartitionStats:
-    from ..log.naming import parse_partition_dir_name
+    from ..log.datadir import parse_partition_dir_name
 
     try:
         tp = parse_partition_dir_name(directory.name).topic_partition
@@ -203,7 +201,7 @@ def _new(directory: Path) -> PartitionStats:
 
 def _log_start_checkpoint(target) -> dict[tuple[str, int], int]:
     """(topic, partition) -> the data directory's log-start-offset-checkpoint entry."""
-    from ..log.checkpoints import LOG_START_OFFSET_CHECKPOINT
+    from ..log.datadir import LOG_START_OFFSET_CHECKPOINT
     from .operate import _checkpoints
 
     offsets = _checkpoints(target.data_dir).get(LOG_START_OFFSET_CHECKPOINT, {})
@@ -215,10 +213,12 @@ def _open_without_index_hints(target, directory: Path):
     every offset index set aside (positions from walking the log, as Kafka rebuilds an index it
     cannot trust: an entry pointing outside the segment makes the open fail); ``(None,
     defaults)`` when it fails again (the first error is the one reported)."""
-    from ..log.log import Log
-    from ..log.manager import CONFIG_FROM_DEFAULTS
-    from ..log.naming import parse_partition_dir_name
-    from ..log.regular_file import require_regular_entries
+    from ..log.datadir import (
+        CONFIG_FROM_DEFAULTS,
+        parse_partition_dir_name,
+        require_regular_entries,
+    )
+    from ..log.partition import Log
     from .operate import _topic_configs
 
     class WalkedLog(Log):
@@ -309,8 +309,12 @@ def _lost_files(log, log_start_checkpoint: int | None) -> list[tuple[int, str]]:
     """Errors for what the readers cannot read in the partition directory, by base offset: a
     segment whose ``.log`` is gone while its index remains (the offsets it held are lost: every
     reader raises DataLossError), and a directory named like a segment file."""
-    from ..log.naming import INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX, parse_segment_file_name
-    from ..log.verify_partition import log_start_before_segments, lost_segments, lost_span
+    from ..log.datadir import (
+        INDEX_FILE_SUFFIX,
+        TIME_INDEX_FILE_SUFFIX,
+        parse_segment_file_name,
+    )
+    from ..log.verify import log_start_before_segments, lost_segments, lost_span
 
     bases = [s.base_offset for s in log.segments]
     orphans: set[int] = set()
@@ -337,7 +341,7 @@ def _compaction_state(log, stats: PartitionStats, end: int | None) -> None:
     """The cleaner offset and dirty ratio, over the log as Kafka's recovery leaves it: the active
     segment ends at its last complete batch (a torn tail is not read), and an offset index that
     cannot be used is set aside."""
-    from ..log.cleaner_manager import log_to_clean, read_cleaner_checkpoint
+    from ..log.cleaner import log_to_clean, read_cleaner_checkpoint
     from ..log.error_location import locate_in_partition
 
     active = log.segments[-1]
@@ -369,8 +373,8 @@ def _walk_segment(
     """Add one segment's batches, CRCs, header rule and offsets checked (and with ``deep``
     their records decoded); its tail judged. The last offset seen, and where the segment's
     valid batches end."""
-    from ..log.recovery_plan import zero_filled
-    from ..log.verify_segment import check_records, hidden_records_problem
+    from ..log.partition import zero_filled
+    from ..log.verify import check_records, hidden_records_problem
 
     path = str(segment.log.path)
     end = segment.log.start
@@ -414,8 +418,8 @@ def _walk_segment(
 def _check_tail(stats: PartitionStats, segment, end: int, *, last: bool, config) -> None:
     """Bytes after a segment's last complete batch: in the active segment a torn append or a
     zero-filled tail (recovery trims them: a warning), else damage that hides records."""
-    from ..log.recovery_plan import zero_filled
-    from ..log.verify_tail import partial_tail_problem
+    from ..log.partition import zero_filled
+    from ..log.verify import partial_tail_problem
 
     size = segment.log.end
     if end >= size:

@@ -16,10 +16,9 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import KafkalogError
+from ..errors import EXIT_OK, EXIT_PROBLEMS, KafkalogError
 from .operate import (
-    EXIT_OK,
-    EXIT_PROBLEMS,
+    add_now_option,
     bounded_int,
     format_time,
     logs_in_progress,
@@ -117,9 +116,7 @@ def add_parser(commands) -> None:
             help=f"an open transaction older than this is hanging (default {DEFAULT_TIMEOUT_MS}, "
             f"Kafka's transaction.max.timeout.ms)",
         )
-        parser.add_argument(
-            "--now-ms", type=bounded_int(0), metavar="MS", help="the time to judge ages by"
-        )
+        add_now_option(parser, used_for="the time to judge ages by")
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -11,6 +11,9 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Callable
+from typing import TypeVar
+
+_Fn = TypeVar("_Fn")
 
 
 class ValueDecodeError(ValueError):
@@ -75,11 +78,16 @@ DECODER_NAMES: tuple[str, ...] = tuple(DECODERS)
 
 def decoder(name: str) -> Callable[[bytes | None], object]:
     """The decoder called ``name``; ``ValueError`` listing the choices for an unknown name."""
+    return _chosen(DECODERS, name, "decoder")
+
+
+def _chosen(table: dict[str, _Fn], name: str, what: str) -> _Fn:
+    """``table[name]``; ``ValueError`` naming the unknown ``what`` and the decoder names."""
     try:
-        return DECODERS[name]
+        return table[name]
     except KeyError:
         raise ValueError(
-            f"unknown decoder {name!r}: choose one of {', '.join(DECODER_NAMES)}"
+            f"unknown {what} {name!r}: choose one of {', '.join(DECODER_NAMES)}"
         ) from None
 
 
@@ -155,9 +163,4 @@ ENCODERS: dict[str, Callable[[object], bytes]] = {
 
 def encoder(name: str) -> Callable[[object], bytes]:
     """The inverse of decoder ``name``; ``ValueError`` listing the choices for an unknown name."""
-    try:
-        return ENCODERS[name]
-    except KeyError:
-        raise ValueError(
-            f"unknown encoding {name!r}: choose one of {', '.join(DECODER_NAMES)}"
-        ) from None
+    return _chosen(ENCODERS, name, "encoding")

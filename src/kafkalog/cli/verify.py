@@ -13,10 +13,10 @@ import json
 import os
 import sys
 
-from ..log.verify_report import ERROR, INFO, WARNING, VerifyReport
+from ..errors import EXIT_IO, EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE
+from ..log.verify import ERROR, INFO, WARNING, VerifyReport
+from .operate import command_parser
 from .progress import Progress, total_bytes
-
-EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, EXIT_IO = 0, 1, 2, 3
 
 EXAMPLES = """\
 examples:
@@ -33,15 +33,15 @@ _COMPACT = {"separators": (",", ":"), "ensure_ascii": False}  # as every --json 
 
 
 def add_parser(commands) -> None:
-    parser = commands.add_parser(
+    parser = command_parser(
+        commands,
         "verify",
-        help="check a data directory, partition directory or file against Kafka's rules",
+        summary="check a data directory, partition directory or file against Kafka's rules",
         description="Check Kafka log files without changing them: batch CRCs and framing, "
         "records, offsets within and across segments, indexes against the log, checkpoints, "
         "producer snapshots and leftovers. Accepts a broker data directory, a partition "
         "directory, or one .log/.index/.timeindex/.txnindex/.snapshot/checkpoint file.",
         epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("path", metavar="DATA_DIR|PARTITION_DIR|FILE", help="what to verify")
     parser.add_argument("--json", action="store_true", help="one JSON object per line")
@@ -60,7 +60,9 @@ def add_parser(commands) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..log.verify import verify  # imported here: other commands need not load the log layer
+    from ..log.verify import (
+        verify,  # imported here: other commands need not load the log layer
+    )
 
     try:
         total = total_bytes([args.path]) if os.path.exists(args.path) else 0

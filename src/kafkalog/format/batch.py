@@ -58,7 +58,52 @@ _U32 = struct.Struct(">I")
 _I16 = struct.Struct(">h")
 
 
-class RecordBatch:
+class BatchChecks:
+    """The rules every entry of a log applies alike to its ``attributes`` and stored CRC (Kafka's
+    AbstractRecordBatch): a magic 2 :class:`RecordBatch` and a magic 0/1
+    :class:`~kafkalog.format.legacy.LegacyBatch` supply ``attributes``, ``crc``,
+    ``compute_checksum``, ``position`` and the offset their errors name (:meth:`_error_offset`)."""
+
+    __slots__ = ()
+
+    # The largest codec id the format allows.
+    _MAX_CODEC: CompressionType = CompressionType.ZSTD
+
+    def _codec_message(self, codec: int) -> str:
+        return f"Unknown compression type id {codec} in batch attributes"
+
+    def _error_offset(self) -> int:
+        raise NotImplementedError
+
+    @property
+    def compression_id(self) -> int:
+        return self.attributes & COMPRESSION_CODEC_MASK
+
+    @property
+    def compression(self) -> CompressionType:
+        codec = self.compression_id
+        if codec > self._MAX_CODEC:
+            raise UnsupportedCompressionTypeError(
+                self._codec_message(codec), position=self.position, offset=self._error_offset()
+            )
+        return CompressionType(codec)
+
+    @property
+    def is_valid(self) -> bool:
+        return self.crc == self.compute_checksum()
+
+    def ensure_valid(self) -> None:
+        """Kafka's ensureValid: the stored CRC is the computed one."""
+        stored, computed = self.crc, self.compute_checksum()
+        if stored != computed:
+            raise CorruptRecordError(
+                f"Record is corrupt (stored crc = {stored}, computed crc = {computed})",
+                position=self.position,
+                offset=self._error_offset(),
+            )
+
+
+class RecordBatch(BatchChecks):
     """A read-only view over one magic 2 batch: ``buf`` holds exactly the batch's bytes.
 
     ``position`` is where the batch starts in its file or buffer, for error messages. Building a
@@ -161,21 +206,6 @@ class RecordBatch:
     records_count = count
 
     @property
-    def compression_id(self) -> int:
-        return self.attributes & COMPRESSION_CODEC_MASK
-
-    @property
-    def compression(self) -> CompressionType:
-        codec = self.compression_id
-        if codec > CompressionType.ZSTD:
-            raise UnsupportedCompressionTypeError(
-                f"Unknown compression type id {codec} in batch attributes",
-                position=self.position,
-                offset=self.base_offset,
-            )
-        return CompressionType(codec)
-
-    @property
     def is_compressed(self) -> bool:
         return self.compression_id != CompressionType.NONE
 
@@ -214,19 +244,8 @@ class RecordBatch:
     def compute_checksum(self) -> int:
         return crc32c(self._buf[ATTRIBUTES_OFFSET:])
 
-    @property
-    def is_valid(self) -> bool:
-        return self.crc == self.compute_checksum()
-
-    def ensure_valid(self) -> None:
-        """Kafka's DefaultRecordBatch.ensureValid: size and CRC-32C."""
-        stored, computed = self.crc, self.compute_checksum()
-        if stored != computed:
-            raise CorruptRecordError(
-                f"Record is corrupt (stored crc = {stored}, computed crc = {computed})",
-                position=self.position,
-                offset=self.base_offset,
-            )
+    def _error_offset(self) -> int:
+        return self.base_offset
 
     # -- records ---------------------------------------------------------------------------------
     def records_buffer(self) -> memoryview | bytes:

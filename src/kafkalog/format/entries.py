@@ -13,7 +13,7 @@ on what is an entry, what is a partial tail and what is corrupt:
 :class:`Tail` names how a walk over a region ended; :func:`classify_tail` tells a zero-filled
 remainder (a preallocated file after an unclean shutdown) from a partial and a corrupt one. The
 offset rule that completes the valid prefix (offsets fit int64 and increase) is
-:mod:`.offsets_rule`; :mod:`kafkalog.log.entry_walk` applies both to segment files.
+:mod:`.offsets_rule`; :mod:`kafkalog.log.segment.entry_walk` applies both to segment files.
 """
 
 from __future__ import annotations

@@ -24,6 +24,7 @@ import struct
 from collections.abc import Iterable
 
 from ..errors import CorruptRecordError, InvalidRecordError, UnsupportedCompressionTypeError
+from .batch import BatchChecks
 from .codecs import DEFAULT_MAX_DECOMPRESSED_SIZE, CompressionType, compress, decompress
 from .constants import (
     COMPRESSION_CODEC_MASK,
@@ -56,7 +57,7 @@ def _min_size(magic: int) -> int:
     return RECORD_OVERHEAD_V0 if magic == MAGIC_VALUE_V0 else RECORD_OVERHEAD_V1
 
 
-class LegacyBatch:
+class LegacyBatch(BatchChecks):
     """A view over one magic 0/1 log entry: a single message, or a compressed wrapper.
 
     It answers the same questions as :class:`~kafkalog.format.batch.RecordBatch` so that callers can
@@ -109,33 +110,13 @@ class LegacyBatch:
     def compute_checksum(self) -> int:
         return crc32(self._buf[LOG_OVERHEAD + 4 :])
 
-    @property
-    def is_valid(self) -> bool:
-        return self.crc == self.compute_checksum()
+    _MAX_CODEC = CompressionType.LZ4
 
-    def ensure_valid(self) -> None:
-        stored, computed = self.crc, self.compute_checksum()
-        if stored != computed:
-            raise CorruptRecordError(
-                f"Record is corrupt (stored crc = {stored}, computed crc = {computed})",
-                position=self.position,
-                offset=self.offset,
-            )
+    def _codec_message(self, codec: int) -> str:
+        return f"Compression type id {codec} is not allowed in magic {self.magic} messages"
 
-    @property
-    def compression_id(self) -> int:
-        return self.attributes & COMPRESSION_CODEC_MASK
-
-    @property
-    def compression(self) -> CompressionType:
-        codec = self.compression_id
-        if codec > CompressionType.LZ4:
-            raise UnsupportedCompressionTypeError(
-                f"Compression type id {codec} is not allowed in magic {self.magic} messages",
-                position=self.position,
-                offset=self.offset,
-            )
-        return CompressionType(codec)
+    def _error_offset(self) -> int:
+        return self.offset
 
     @property
     def timestamp_type(self) -> TimestampType:
@@ -438,34 +419,25 @@ def encode_legacy_message_set(
         timestamp_type = TimestampType.CREATE_TIME  # magic 0 has no timestamps to type
     log_append = magic == MAGIC_VALUE_V1 and timestamp_type == TimestampType.LOG_APPEND_TIME
 
-    def ts_of(ts: int) -> int:
-        return log_append_time if log_append else ts
-
-    if compression == CompressionType.NONE:
+    def entries(first_offset: int) -> bytes:
+        """One entry per record, at consecutive offsets from ``first_offset``."""
         return b"".join(
             encode_legacy_entry(
-                offset=base_offset + i,
+                offset=first_offset + i,
                 magic=magic,
                 key=key,
                 value=value,
-                timestamp=ts_of(ts),
+                timestamp=log_append_time if log_append else ts,
                 timestamp_type=timestamp_type,
             )
             for i, (ts, key, value) in enumerate(items)
         )
+
+    if compression == CompressionType.NONE:
+        return entries(base_offset)
     if compression == CompressionType.ZSTD:
         raise UnsupportedCompressionTypeError(f"zstd is not allowed with magic {magic}")
-    inner = b"".join(
-        encode_legacy_entry(
-            offset=(base_offset + i) if magic == MAGIC_VALUE_V0 else i,
-            magic=magic,
-            key=key,
-            value=value,
-            timestamp=ts_of(ts),
-            timestamp_type=timestamp_type,
-        )
-        for i, (ts, key, value) in enumerate(items)
-    )
+    inner = entries(base_offset if magic == MAGIC_VALUE_V0 else 0)
     wrapper_ts = (
         log_append_time if log_append else max((ts for ts, _, _ in items), default=NO_TIMESTAMP)
     )

@@ -7,7 +7,7 @@ batch's CRC (the broker writes it after the producer computed the CRC), so a dam
 ever caught by this rule. Four errors, worded the same by every reader of entries (the
 record-at-a-time views :mod:`.batch` and :mod:`.legacy` and :mod:`.record`'s decoder, the
 columnar fast path's driver and both of its kernel twins, the header walk of
-:mod:`kafkalog.log.entry_walk`, which reads no record):
+:mod:`kafkalog.log.segment.entry_walk`, which reads no record):
 
 - *overflow*: the entry's offsets pass a 64-bit offset (a v2 batch's baseOffset +
   lastOffsetDelta, a legacy wrapper's absolute inner offsets);

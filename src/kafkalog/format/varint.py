@@ -8,7 +8,7 @@ raises, so callers that bound a record body never read past it.
 
 from __future__ import annotations
 
-from ..errors import CorruptRecordError
+from ..errors import CorruptRecordError, VarintRangeError
 
 __all__ = [
     "decode_unsigned_varint",
@@ -81,7 +81,7 @@ def decode_varlong(buf, pos: int = 0, end: int | None = None) -> tuple[int, int]
 
 def encode_unsigned_varint(value: int) -> bytes:
     if not 0 <= value <= 0xFFFFFFFF:
-        raise ValueError(f"unsigned varint out of range: {value}")
+        raise VarintRangeError(f"unsigned varint out of range: {value}", bits=32)
     out = bytearray()
     while value > 0x7F:
         out.append((value & 0x7F) | 0x80)
@@ -92,13 +92,13 @@ def encode_unsigned_varint(value: int) -> bytes:
 
 def encode_varint(value: int) -> bytes:
     if not _INT32_MIN <= value <= _INT32_MAX:
-        raise ValueError(f"varint out of int32 range: {value}")
+        raise VarintRangeError(f"varint out of int32 range: {value}", bits=32)
     return encode_unsigned_varint(((value << 1) ^ (value >> 31)) & 0xFFFFFFFF)
 
 
 def encode_varlong(value: int) -> bytes:
     if not _INT64_MIN <= value <= _INT64_MAX:
-        raise ValueError(f"varlong out of int64 range: {value}")
+        raise VarintRangeError(f"varlong out of int64 range: {value}", bits=64)
     z = ((value << 1) ^ (value >> 63)) & 0xFFFFFFFFFFFFFFFF
     out = bytearray()
     while z > 0x7F:

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 from ..errors import KafkalogError
-from .naming import LOG_FILE_SUFFIX
+from .datadir import LOG_FILE_SUFFIX
 
 __all__ = ["locate_in_partition", "segment_holding"]
 

@@ -12,12 +12,14 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
+from ..format.message import Encoded, Message, Reader
 from . import messages_admin as ma
 from . import messages_broker as mb
 from . import messages_coordinator as mc
+from . import messages_security as ms
 from .errors import InvalidRequestError, ProtocolError, UnsupportedVersionError
 from .framing import size_prefix
-from .schema import Encoded, Message, Reader
+from .wire import WIRE
 
 __all__ = [
     "API_NAMES",
@@ -45,6 +47,7 @@ class ApiKey:
     SYNC_GROUP = 14
     DESCRIBE_GROUPS = 15
     LIST_GROUPS = 16
+    SASL_HANDSHAKE = 17
     API_VERSIONS = 18
     CREATE_TOPICS = 19
     DELETE_TOPICS = 20
@@ -57,6 +60,7 @@ class ApiKey:
     TXN_OFFSET_COMMIT = 28
     DESCRIBE_CONFIGS = 32
     ALTER_CONFIGS = 33
+    SASL_AUTHENTICATE = 36
     CREATE_PARTITIONS = 37
     DELETE_GROUPS = 42
     INCREMENTAL_ALTER_CONFIGS = 44
@@ -66,7 +70,7 @@ class ApiKey:
 
 def _pairs() -> dict[int, tuple[Message, Message]]:
     found: dict[int, dict[str, Message]] = {}
-    for module in (mb, mc, ma):
+    for module in (mb, mc, ma, ms):
         for name, value in vars(module).items():
             if isinstance(value, Message):
                 kind = "request" if name.endswith("_REQUEST") else "response"
@@ -124,16 +128,16 @@ def decode_request(frame: bytes) -> Request:
         raise UnsupportedVersionError(
             f"{API_NAMES[api_key]} v{version} is not supported (this server speaks v{lo}-v{hi})"
         )
-    r = Reader(frame, _HEADER.size)
+    r = Reader(frame, _HEADER.size, None, WIRE)
     try:
-        n = r.fixed(_I16)
+        n = r.unpack(_I16, "length of client_id")
         if n < -1:
             raise InvalidRequestError(f"negative client_id length {n}", position=r.pos)
-        client_id = None if n == -1 else str(r.take(n), "utf-8", errors="replace")
+        client_id = None if n == -1 else str(r.take(n, "client_id"), "utf-8", errors="replace")
         if message.is_flexible(version):
-            for _ in range(r.uvarint()):  # header tagged fields: none we use
-                r.uvarint()
-                r.take(r.uvarint())
+            for _ in range(r.uvarint("number of tagged fields")):  # header tags: none we use
+                r.uvarint("tag")
+                r.take(r.uvarint("size of a tagged field"), "tagged field")
     except ProtocolError as e:
         e.message = f"{API_NAMES[api_key]} v{version} request header: {e.message}"
         e.args = (e.message,)
@@ -179,10 +183,10 @@ def encode_request(
 def decode_response(api_key: int, version: int, frame: bytes) -> tuple[int, dict]:
     """A response frame's body (without its size): correlation id and body (for tests/tools)."""
     message = MESSAGES[api_key][1]
-    r = Reader(frame)
-    correlation_id = r.fixed(_I32)
+    r = Reader(frame, 0, None, WIRE)
+    correlation_id = r.unpack(_I32, "correlation_id")
     if message.is_flexible(version) and api_key != ApiKey.API_VERSIONS:
-        for _ in range(r.uvarint()):
-            r.uvarint()
-            r.take(r.uvarint())
+        for _ in range(r.uvarint("number of tagged fields")):
+            r.uvarint("tag")
+            r.take(r.uvarint("size of a tagged field"), "tagged field")
     return correlation_id, message.decode(r, version)

@@ -1,18 +1,18 @@
 """Schema tables of the admin APIs a development broker is asked for in test setup and teardown:
 DeleteRecords, AlterConfigs (the legacy, non-incremental one), CreatePartitions and DeleteGroups
-(see :mod:`kafkalog.protocol.schema` for the table syntax). Versions are Kafka 4.0's ranges for
+(table syntax: :mod:`kafkalog.format.message.schema`). Versions are Kafka 4.0's ranges for
 them, which KIP-896 left whole (DeleteGroups v0 was put back for Sarama, KAFKA-18352).
 """
 
 from __future__ import annotations
 
-from .schema import Message
+from .wire import api_message
 
-DELETE_RECORDS_REQUEST = Message(
+DELETE_RECORDS_REQUEST = api_message(
     21,
     "DeleteRecordsRequest",
-    (0, 2),
-    2,
+    "0-2",
+    "2+",
     """
 topics []
   name string
@@ -23,11 +23,11 @@ timeout_ms int32
 """,
 )
 
-DELETE_RECORDS_RESPONSE = Message(
+DELETE_RECORDS_RESPONSE = api_message(
     21,
     "DeleteRecordsResponse",
-    (0, 2),
-    2,
+    "0-2",
+    "2+",
     """
 throttle_time_ms int32
 topics []
@@ -39,11 +39,11 @@ topics []
 """,
 )
 
-ALTER_CONFIGS_REQUEST = Message(
+ALTER_CONFIGS_REQUEST = api_message(
     33,
     "AlterConfigsRequest",
-    (0, 2),
-    2,
+    "0-2",
+    "2+",
     """
 resources []
   resource_type int8
@@ -55,11 +55,11 @@ validate_only bool
 """,
 )
 
-ALTER_CONFIGS_RESPONSE = Message(
+ALTER_CONFIGS_RESPONSE = api_message(
     33,
     "AlterConfigsResponse",
-    (0, 2),
-    2,
+    "0-2",
+    "2+",
     """
 throttle_time_ms int32
 responses []
@@ -70,11 +70,11 @@ responses []
 """,
 )
 
-CREATE_PARTITIONS_REQUEST = Message(
+CREATE_PARTITIONS_REQUEST = api_message(
     37,
     "CreatePartitionsRequest",
-    (0, 3),
-    2,
+    "0-3",
+    "2+",
     """
 topics []
   name string
@@ -86,11 +86,11 @@ validate_only bool
 """,
 )
 
-CREATE_PARTITIONS_RESPONSE = Message(
+CREATE_PARTITIONS_RESPONSE = api_message(
     37,
     "CreatePartitionsResponse",
-    (0, 3),
-    2,
+    "0-3",
+    "2+",
     """
 throttle_time_ms int32
 results []
@@ -100,21 +100,21 @@ results []
 """,
 )
 
-DELETE_GROUPS_REQUEST = Message(
+DELETE_GROUPS_REQUEST = api_message(
     42,
     "DeleteGroupsRequest",
-    (0, 2),
-    2,
+    "0-2",
+    "2+",
     """
 groups_names [string]
 """,
 )
 
-DELETE_GROUPS_RESPONSE = Message(
+DELETE_GROUPS_RESPONSE = api_message(
     42,
     "DeleteGroupsResponse",
-    (0, 2),
-    2,
+    "0-2",
+    "2+",
     """
 throttle_time_ms int32
 results []

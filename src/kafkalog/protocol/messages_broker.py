@@ -1,18 +1,18 @@
 """Schema tables of the APIs the broker itself serves: produce, fetch, offsets, metadata, topics,
-configs, coordinator discovery and ApiVersions (see :mod:`kafkalog.protocol.schema` for the
+configs, coordinator discovery and ApiVersions (see :mod:`kafkalog.format.message.schema` for the
 table syntax). Versions are the ranges this server speaks: at least what librdkafka 2.16 and
 kafka-python 3.0 choose, from the oldest Kafka 4.0 still accepts.
 """
 
 from __future__ import annotations
 
-from .schema import Message
+from .wire import api_message
 
-PRODUCE_REQUEST = Message(
+PRODUCE_REQUEST = api_message(
     0,
     "ProduceRequest",
-    (3, 10),
-    9,
+    "3-10",
+    "9+",
     """
 transactional_id string ? =null
 acks int16
@@ -25,11 +25,11 @@ topic_data []
 """,
 )
 
-PRODUCE_RESPONSE = Message(
+PRODUCE_RESPONSE = api_message(
     0,
     "ProduceResponse",
-    (3, 10),
-    9,
+    "3-10",
+    "9+",
     """
 responses []
   name string
@@ -55,11 +55,11 @@ node_endpoints [] 10+ tag=0
 """,
 )
 
-FETCH_REQUEST = Message(
+FETCH_REQUEST = api_message(
     1,
     "FetchRequest",
-    (4, 16),
-    12,
+    "4-16",
+    "12+",
     """
 cluster_id string 12+ ? tag=0 =null
 replica_id int32 4-14 =-1
@@ -90,11 +90,11 @@ rack_id string 11+
 """,
 )
 
-FETCH_RESPONSE = Message(
+FETCH_RESPONSE = api_message(
     1,
     "FetchResponse",
-    (4, 16),
-    12,
+    "4-16",
+    "12+",
     """
 throttle_time_ms int32
 error_code int16 7+
@@ -130,11 +130,11 @@ node_endpoints [] 16+ tag=0
 """,
 )
 
-LIST_OFFSETS_REQUEST = Message(
+LIST_OFFSETS_REQUEST = api_message(
     2,
     "ListOffsetsRequest",
-    (1, 7),
-    6,
+    "1-7",
+    "6+",
     """
 replica_id int32
 isolation_level int8 2+
@@ -147,11 +147,11 @@ topics []
 """,
 )
 
-LIST_OFFSETS_RESPONSE = Message(
+LIST_OFFSETS_RESPONSE = api_message(
     2,
     "ListOffsetsResponse",
-    (1, 7),
-    6,
+    "1-7",
+    "6+",
     """
 throttle_time_ms int32 2+
 topics []
@@ -165,11 +165,11 @@ topics []
 """,
 )
 
-METADATA_REQUEST = Message(
+METADATA_REQUEST = api_message(
     3,
     "MetadataRequest",
-    (0, 12),
-    9,
+    "0-12",
+    "9+",
     """
 topics [] ?1+
   topic_id uuid 10+
@@ -180,11 +180,11 @@ include_topic_authorized_operations bool 8+
 """,
 )
 
-METADATA_RESPONSE = Message(
+METADATA_RESPONSE = api_message(
     3,
     "MetadataResponse",
-    (0, 12),
-    9,
+    "0-12",
+    "9+",
     """
 throttle_time_ms int32 3+
 brokers []
@@ -212,11 +212,11 @@ cluster_authorized_operations int32 8-10 =-2147483648
 """,
 )
 
-FIND_COORDINATOR_REQUEST = Message(
+FIND_COORDINATOR_REQUEST = api_message(
     10,
     "FindCoordinatorRequest",
-    (0, 4),
-    3,
+    "0-4",
+    "3+",
     """
 key string 0-3
 key_type int8 1+
@@ -224,11 +224,11 @@ coordinator_keys [string] 4+
 """,
 )
 
-FIND_COORDINATOR_RESPONSE = Message(
+FIND_COORDINATOR_RESPONSE = api_message(
     10,
     "FindCoordinatorResponse",
-    (0, 4),
-    3,
+    "0-4",
+    "3+",
     """
 throttle_time_ms int32 1+
 error_code int16 0-3
@@ -246,22 +246,22 @@ coordinators [] 4+
 """,
 )
 
-API_VERSIONS_REQUEST = Message(
+API_VERSIONS_REQUEST = api_message(
     18,
     "ApiVersionsRequest",
-    (0, 3),
-    3,
+    "0-3",
+    "3+",
     """
 client_software_name string 3+
 client_software_version string 3+
 """,
 )
 
-API_VERSIONS_RESPONSE = Message(
+API_VERSIONS_RESPONSE = api_message(
     18,
     "ApiVersionsResponse",
-    (0, 3),
-    3,
+    "0-3",
+    "3+",
     """
 error_code int16
 api_keys []
@@ -282,11 +282,11 @@ zk_migration_ready bool 3+ tag=3
 """,
 )
 
-CREATE_TOPICS_REQUEST = Message(
+CREATE_TOPICS_REQUEST = api_message(
     19,
     "CreateTopicsRequest",
-    (2, 7),
-    5,
+    "2-7",
+    "5+",
     """
 topics []
   name string
@@ -303,11 +303,11 @@ validate_only bool
 """,
 )
 
-CREATE_TOPICS_RESPONSE = Message(
+CREATE_TOPICS_RESPONSE = api_message(
     19,
     "CreateTopicsResponse",
-    (2, 7),
-    5,
+    "2-7",
+    "5+",
     """
 throttle_time_ms int32
 topics []
@@ -327,11 +327,11 @@ topics []
 """,
 )
 
-DELETE_TOPICS_REQUEST = Message(
+DELETE_TOPICS_REQUEST = api_message(
     20,
     "DeleteTopicsRequest",
-    (1, 6),
-    4,
+    "1-6",
+    "4+",
     """
 topics [] 6+
   name string 6+ ? =null
@@ -341,11 +341,11 @@ timeout_ms int32
 """,
 )
 
-DELETE_TOPICS_RESPONSE = Message(
+DELETE_TOPICS_RESPONSE = api_message(
     20,
     "DeleteTopicsResponse",
-    (1, 6),
-    4,
+    "1-6",
+    "4+",
     """
 throttle_time_ms int32
 responses []
@@ -356,11 +356,11 @@ responses []
 """,
 )
 
-OFFSET_FOR_LEADER_EPOCH_REQUEST = Message(
+OFFSET_FOR_LEADER_EPOCH_REQUEST = api_message(
     23,
     "OffsetForLeaderEpochRequest",
-    (2, 4),
-    4,
+    "2-4",
+    "4+",
     """
 replica_id int32 3+ =-2
 topics []
@@ -372,11 +372,11 @@ topics []
 """,
 )
 
-OFFSET_FOR_LEADER_EPOCH_RESPONSE = Message(
+OFFSET_FOR_LEADER_EPOCH_RESPONSE = api_message(
     23,
     "OffsetForLeaderEpochResponse",
-    (2, 4),
-    4,
+    "2-4",
+    "4+",
     """
 throttle_time_ms int32
 topics []
@@ -389,11 +389,11 @@ topics []
 """,
 )
 
-DESCRIBE_CONFIGS_REQUEST = Message(
+DESCRIBE_CONFIGS_REQUEST = api_message(
     32,
     "DescribeConfigsRequest",
-    (1, 4),
-    4,
+    "1-4",
+    "4+",
     """
 resources []
   resource_type int8
@@ -404,11 +404,11 @@ include_documentation bool 3+
 """,
 )
 
-DESCRIBE_CONFIGS_RESPONSE = Message(
+DESCRIBE_CONFIGS_RESPONSE = api_message(
     32,
     "DescribeConfigsResponse",
-    (1, 4),
-    4,
+    "1-4",
+    "4+",
     """
 throttle_time_ms int32
 results []
@@ -431,11 +431,11 @@ results []
 """,
 )
 
-INCREMENTAL_ALTER_CONFIGS_REQUEST = Message(
+INCREMENTAL_ALTER_CONFIGS_REQUEST = api_message(
     44,
     "IncrementalAlterConfigsRequest",
-    (0, 1),
-    1,
+    "0-1",
+    "1+",
     """
 resources []
   resource_type int8
@@ -448,11 +448,11 @@ validate_only bool
 """,
 )
 
-INCREMENTAL_ALTER_CONFIGS_RESPONSE = Message(
+INCREMENTAL_ALTER_CONFIGS_RESPONSE = api_message(
     44,
     "IncrementalAlterConfigsResponse",
-    (0, 1),
-    1,
+    "0-1",
+    "1+",
     """
 throttle_time_ms int32
 responses []

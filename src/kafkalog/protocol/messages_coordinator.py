@@ -1,17 +1,17 @@
 """Schema tables of the group and transaction coordinators' APIs (see
-:mod:`kafkalog.protocol.schema` for the table syntax). Versions are the ranges this server
+:mod:`kafkalog.format.message.schema` for the table syntax). Versions are the ranges this server
 speaks: what librdkafka 2.16 and kafka-python 3.0 choose, from the oldest Kafka 4.0 accepts.
 """
 
 from __future__ import annotations
 
-from .schema import Message
+from .wire import api_message
 
-OFFSET_COMMIT_REQUEST = Message(
+OFFSET_COMMIT_REQUEST = api_message(
     8,
     "OffsetCommitRequest",
-    (2, 9),
-    8,
+    "2-9",
+    "8+",
     """
 group_id string
 generation_id_or_member_epoch int32 =-1
@@ -28,11 +28,11 @@ topics []
 """,
 )
 
-OFFSET_COMMIT_RESPONSE = Message(
+OFFSET_COMMIT_RESPONSE = api_message(
     8,
     "OffsetCommitResponse",
-    (2, 9),
-    8,
+    "2-9",
+    "8+",
     """
 throttle_time_ms int32 3+
 topics []
@@ -43,11 +43,11 @@ topics []
 """,
 )
 
-OFFSET_FETCH_REQUEST = Message(
+OFFSET_FETCH_REQUEST = api_message(
     9,
     "OffsetFetchRequest",
-    (1, 9),
-    6,
+    "1-9",
+    "6+",
     """
 group_id string 1-7
 topics [] 1-7 ?2-7
@@ -64,11 +64,11 @@ require_stable bool 7+
 """,
 )
 
-OFFSET_FETCH_RESPONSE = Message(
+OFFSET_FETCH_RESPONSE = api_message(
     9,
     "OffsetFetchResponse",
-    (1, 9),
-    6,
+    "1-9",
+    "6+",
     """
 throttle_time_ms int32 3+
 topics [] 1-7
@@ -94,11 +94,11 @@ groups [] 8+
 """,
 )
 
-JOIN_GROUP_REQUEST = Message(
+JOIN_GROUP_REQUEST = api_message(
     11,
     "JoinGroupRequest",
-    (0, 7),
-    6,
+    "0-7",
+    "6+",
     """
 group_id string
 session_timeout_ms int32
@@ -112,11 +112,11 @@ protocols []
 """,
 )
 
-JOIN_GROUP_RESPONSE = Message(
+JOIN_GROUP_RESPONSE = api_message(
     11,
     "JoinGroupResponse",
-    (0, 7),
-    6,
+    "0-7",
+    "6+",
     """
 throttle_time_ms int32 2+
 error_code int16
@@ -132,11 +132,11 @@ members []
 """,
 )
 
-HEARTBEAT_REQUEST = Message(
+HEARTBEAT_REQUEST = api_message(
     12,
     "HeartbeatRequest",
-    (0, 4),
-    4,
+    "0-4",
+    "4+",
     """
 group_id string
 generation_id int32
@@ -145,22 +145,22 @@ group_instance_id string 3+ ? =null
 """,
 )
 
-HEARTBEAT_RESPONSE = Message(
+HEARTBEAT_RESPONSE = api_message(
     12,
     "HeartbeatResponse",
-    (0, 4),
-    4,
+    "0-4",
+    "4+",
     """
 throttle_time_ms int32 1+
 error_code int16
 """,
 )
 
-LEAVE_GROUP_REQUEST = Message(
+LEAVE_GROUP_REQUEST = api_message(
     13,
     "LeaveGroupRequest",
-    (0, 5),
-    4,
+    "0-5",
+    "4+",
     """
 group_id string
 member_id string 0-2
@@ -171,11 +171,11 @@ members [] 3+
 """,
 )
 
-LEAVE_GROUP_RESPONSE = Message(
+LEAVE_GROUP_RESPONSE = api_message(
     13,
     "LeaveGroupResponse",
-    (0, 5),
-    4,
+    "0-5",
+    "4+",
     """
 throttle_time_ms int32 1+
 error_code int16
@@ -186,11 +186,11 @@ members [] 3+
 """,
 )
 
-SYNC_GROUP_REQUEST = Message(
+SYNC_GROUP_REQUEST = api_message(
     14,
     "SyncGroupRequest",
-    (0, 5),
-    4,
+    "0-5",
+    "4+",
     """
 group_id string
 generation_id int32
@@ -204,11 +204,11 @@ assignments []
 """,
 )
 
-SYNC_GROUP_RESPONSE = Message(
+SYNC_GROUP_RESPONSE = api_message(
     14,
     "SyncGroupResponse",
-    (0, 5),
-    4,
+    "0-5",
+    "4+",
     """
 throttle_time_ms int32 1+
 error_code int16
@@ -218,22 +218,22 @@ assignment bytes
 """,
 )
 
-DESCRIBE_GROUPS_REQUEST = Message(
+DESCRIBE_GROUPS_REQUEST = api_message(
     15,
     "DescribeGroupsRequest",
-    (0, 5),
-    5,
+    "0-5",
+    "5+",
     """
 groups [string]
 include_authorized_operations bool 3+
 """,
 )
 
-DESCRIBE_GROUPS_RESPONSE = Message(
+DESCRIBE_GROUPS_RESPONSE = api_message(
     15,
     "DescribeGroupsResponse",
-    (0, 5),
-    5,
+    "0-5",
+    "5+",
     """
 throttle_time_ms int32 1+
 groups []
@@ -253,22 +253,22 @@ groups []
 """,
 )
 
-LIST_GROUPS_REQUEST = Message(
+LIST_GROUPS_REQUEST = api_message(
     16,
     "ListGroupsRequest",
-    (0, 5),
-    3,
+    "0-5",
+    "3+",
     """
 states_filter [string] 4+
 types_filter [string] 5+
 """,
 )
 
-LIST_GROUPS_RESPONSE = Message(
+LIST_GROUPS_RESPONSE = api_message(
     16,
     "ListGroupsResponse",
-    (0, 5),
-    3,
+    "0-5",
+    "3+",
     """
 throttle_time_ms int32 1+
 error_code int16
@@ -280,11 +280,11 @@ groups []
 """,
 )
 
-INIT_PRODUCER_ID_REQUEST = Message(
+INIT_PRODUCER_ID_REQUEST = api_message(
     22,
     "InitProducerIdRequest",
-    (0, 4),
-    2,
+    "0-4",
+    "2+",
     """
 transactional_id string ?
 transaction_timeout_ms int32
@@ -293,11 +293,11 @@ producer_epoch int16 3+ =-1
 """,
 )
 
-INIT_PRODUCER_ID_RESPONSE = Message(
+INIT_PRODUCER_ID_RESPONSE = api_message(
     22,
     "InitProducerIdResponse",
-    (0, 4),
-    2,
+    "0-4",
+    "2+",
     """
 throttle_time_ms int32
 error_code int16
@@ -306,11 +306,11 @@ producer_epoch int16
 """,
 )
 
-ADD_PARTITIONS_TO_TXN_REQUEST = Message(
+ADD_PARTITIONS_TO_TXN_REQUEST = api_message(
     24,
     "AddPartitionsToTxnRequest",
-    (0, 3),
-    3,
+    "0-3",
+    "3+",
     """
 v3_and_below_transactional_id string
 v3_and_below_producer_id int64
@@ -321,11 +321,11 @@ v3_and_below_topics []
 """,
 )
 
-ADD_PARTITIONS_TO_TXN_RESPONSE = Message(
+ADD_PARTITIONS_TO_TXN_RESPONSE = api_message(
     24,
     "AddPartitionsToTxnResponse",
-    (0, 3),
-    3,
+    "0-3",
+    "3+",
     """
 throttle_time_ms int32
 results_by_topic_v3_and_below []
@@ -336,11 +336,11 @@ results_by_topic_v3_and_below []
 """,
 )
 
-ADD_OFFSETS_TO_TXN_REQUEST = Message(
+ADD_OFFSETS_TO_TXN_REQUEST = api_message(
     25,
     "AddOffsetsToTxnRequest",
-    (0, 3),
-    3,
+    "0-3",
+    "3+",
     """
 transactional_id string
 producer_id int64
@@ -349,22 +349,22 @@ group_id string
 """,
 )
 
-ADD_OFFSETS_TO_TXN_RESPONSE = Message(
+ADD_OFFSETS_TO_TXN_RESPONSE = api_message(
     25,
     "AddOffsetsToTxnResponse",
-    (0, 3),
-    3,
+    "0-3",
+    "3+",
     """
 throttle_time_ms int32
 error_code int16
 """,
 )
 
-END_TXN_REQUEST = Message(
+END_TXN_REQUEST = api_message(
     26,
     "EndTxnRequest",
-    (0, 3),
-    3,
+    "0-3",
+    "3+",
     """
 transactional_id string
 producer_id int64
@@ -373,22 +373,22 @@ committed bool
 """,
 )
 
-END_TXN_RESPONSE = Message(
+END_TXN_RESPONSE = api_message(
     26,
     "EndTxnResponse",
-    (0, 3),
-    3,
+    "0-3",
+    "3+",
     """
 throttle_time_ms int32
 error_code int16
 """,
 )
 
-TXN_OFFSET_COMMIT_REQUEST = Message(
+TXN_OFFSET_COMMIT_REQUEST = api_message(
     28,
     "TxnOffsetCommitRequest",
-    (0, 3),
-    3,
+    "0-3",
+    "3+",
     """
 transactional_id string
 group_id string
@@ -407,11 +407,11 @@ topics []
 """,
 )
 
-TXN_OFFSET_COMMIT_RESPONSE = Message(
+TXN_OFFSET_COMMIT_RESPONSE = api_message(
     28,
     "TxnOffsetCommitResponse",
-    (0, 3),
-    3,
+    "0-3",
+    "3+",
     """
 throttle_time_ms int32
 topics []
@@ -422,21 +422,21 @@ topics []
 """,
 )
 
-DESCRIBE_TRANSACTIONS_REQUEST = Message(
+DESCRIBE_TRANSACTIONS_REQUEST = api_message(
     65,
     "DescribeTransactionsRequest",
-    (0, 0),
-    0,
+    "0",
+    "0+",
     """
 transactional_ids [string]
 """,
 )
 
-DESCRIBE_TRANSACTIONS_RESPONSE = Message(
+DESCRIBE_TRANSACTIONS_RESPONSE = api_message(
     65,
     "DescribeTransactionsResponse",
-    (0, 0),
-    0,
+    "0",
+    "0+",
     """
 throttle_time_ms int32
 transaction_states []
@@ -453,11 +453,11 @@ transaction_states []
 """,
 )
 
-LIST_TRANSACTIONS_REQUEST = Message(
+LIST_TRANSACTIONS_REQUEST = api_message(
     66,
     "ListTransactionsRequest",
-    (0, 2),
-    0,
+    "0-2",
+    "0+",
     """
 state_filters [string]
 producer_id_filters [int64]
@@ -466,11 +466,11 @@ transactional_id_pattern string 2+ ? =null
 """,
 )
 
-LIST_TRANSACTIONS_RESPONSE = Message(
+LIST_TRANSACTIONS_RESPONSE = api_message(
     66,
     "ListTransactionsResponse",
-    (0, 2),
-    0,
+    "0-2",
+    "0+",
     """
 throttle_time_ms int32
 error_code int16

@@ -1,5 +1,11 @@
 """The asyncio server: accepts connections within limits, runs them, shuts down cleanly.
 
+This module assembles the server and nothing in :mod:`kafkalog.server` imports it back (only the
+CLI and embedding programs do): it builds the :class:`~.broker.Broker` (the state), the route
+table (API key to handler: the broker's own APIs of :mod:`.apis`, then the group and transaction
+coordinators of :mod:`.coordinators`) and the retention task, and hands each connection the
+broker and the table.
+
 Starting opens the data directory writable through the log layer, which recovers every log if
 the last run did not end with ``.kafka_cleanshutdown``. Stopping (SIGTERM, SIGINT or
 :meth:`Server.stop`) stops accepting, closes the connections, runs the coordinators' shutdown
@@ -14,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import functools
 import gc
 import logging
 import signal
@@ -21,11 +28,15 @@ import socket
 import threading
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import replace
 
-from ..log.file_cache import configured_capacity, default_cache
+from ..log.segment import configured_capacity, default_cache
+from .apis import configs, delete_records, fetch, metadata, offsets, produce, sasl, topics
 from .broker import Broker
 from .config import ServerConfig
 from .connection import Connection
+from .coordinators import load as load_coordinators
+from .handlers import Handler
 from .limits import (
     AcceptErrorLog,
     DescriptorPlan,
@@ -34,10 +45,38 @@ from .limits import (
     plan_descriptors,
     raise_open_files_limit,
 )
+from .log_retention import LogRetention, RetentionSettings
+from .security.listeners import Listener, ListenerError
+from .security.sasl import SaslAuthenticator
+from .security.tls import server_context
 
-__all__ = ["BackgroundServer", "Server", "serve"]
+__all__ = ["BackgroundServer", "Server", "build_routes", "serve", "start_log_tasks"]
 
 log = logging.getLogger("kafkalog.server")
+
+_BROKER_APIS = (produce, fetch, offsets, topics, configs, delete_records, sasl)  # after metadata
+
+
+async def build_routes(broker: Broker) -> dict[int, Handler]:
+    """The route table: the broker's own APIs, then the coordinators', loaded from their logs
+    and their timeouts started (stopped by the broker's shutdown)."""
+    routes: dict[int, Handler] = {}
+    routes.update(metadata.handlers(broker, routes))  # ApiVersions lists the table's keys
+    for api in _BROKER_APIS:
+        routes.update(api.handlers(broker))
+    coordinators = await load_coordinators(broker)
+    routes.update(coordinators.routes())
+    coordinators.start()
+    broker.add_shutdown_hook(coordinators.stop)
+    broker.coordinators = coordinators
+    return routes
+
+
+def start_log_tasks(broker: Broker) -> None:
+    """The background log work (:mod:`.log_retention`), stopped by the broker's shutdown."""
+    broker.log_retention = LogRetention(broker, RetentionSettings.from_config(broker.config))
+    broker.log_retention.start()
+    broker.add_shutdown_hook(broker.log_retention.stop)
 
 
 class Server:
@@ -51,15 +90,16 @@ class Server:
         self.open_files_limit = open_files_limit
         self.plan = plan
         self.max_connections = broker.config.max_connections
-        self._server: asyncio.base_events.Server | None = None
+        self.routes: dict[int, Handler] = {}
+        self._servers: list[asyncio.base_events.Server] = []
         self._tasks: set[asyncio.Task] = set()
         self._per_ip: Counter = Counter()
         self._next_id = 0
 
     async def start(self) -> None:
         config = self.broker.config
-        await self.broker.install_handlers()
-        self.broker.start_log_tasks()
+        self.routes = await build_routes(self.broker)
+        start_log_tasks(self.broker)
         # Segment files count with their budget, not with what happens to be open now.
         in_use = open_descriptors()
         reserved = 0
@@ -70,14 +110,38 @@ class Server:
             config.max_connections, self.open_files_limit, in_use, reserved
         )
         asyncio.get_running_loop().set_exception_handler(AcceptErrorLog())
-        self._server = await asyncio.start_server(
-            self._accept, config.host, config.port, reuse_address=True
-        )
-        bound = self._server.sockets[0].getsockname()
-        self.broker.port = bound[1]  # the real port when 0 asked for any free one
-        log.info("listening on %s:%d", config.host, self.broker.port)
+        listeners = config.all_listeners()
+        tls = server_context(config.tls) if any(lis.tls for lis in listeners) else None
+        if tls is None and config.tls is not None:
+            server_context(config.tls)  # unused, but a bad file is still an error at start
+        if any(lis.sasl for lis in listeners) and config.sasl is None:
+            raise ListenerError("SASL listeners need users (--sasl-users or --sasl-user)")
+        for listener in listeners:
+            try:
+                server = await asyncio.start_server(
+                    functools.partial(self._accept, listener),
+                    listener.host,
+                    listener.port,
+                    reuse_address=True,
+                    ssl=tls if listener.tls else None,
+                )
+            except BaseException:
+                for started in self._servers:  # the listeners opened before this one
+                    started.close()
+                raise
+            self._servers.append(server)
+            port = server.sockets[0].getsockname()[1]  # the real port when 0 asked for any
+            host, advertised_port = config.advertised_listeners.get(
+                listener.name, (config.advertised_host or listener.host, 0)
+            )
+            self.broker.endpoints[listener.name] = (host, advertised_port or port)
+            log.info("listening on %s (%s)", replace(listener, port=port), listener.protocol)
+        # broker.host and broker.port: the first listener's (what a single --listen gives)
+        self.broker.host, self.broker.port = self.broker.endpoints[listeners[0].name]
 
-    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _accept(
+        self, listener: Listener, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
         config = self.broker.config
         stats = self.broker.stats
         peer = writer.get_extra_info("peername")
@@ -99,7 +163,20 @@ class Server:
         task = asyncio.current_task()
         self._tasks.add(task)
         try:
-            await Connection(self.broker, reader, writer, self._next_id).run()
+            sasl = None
+            if listener.sasl:
+                assert config.sasl is not None
+                sasl = SaslAuthenticator(config.sasl, client=f"{ip} ({listener.name})")
+            await Connection(
+                self.broker,
+                self.routes,
+                reader,
+                writer,
+                self._next_id,
+                listener=listener.name,
+                advertised=self.broker.endpoints.get(listener.name),
+                sasl=sasl,
+            ).run()
         except asyncio.CancelledError:
             pass  # stop() closing it: finish quietly (asyncio logs a cancelled client task)
         finally:
@@ -107,8 +184,8 @@ class Server:
             self._per_ip[ip] -= 1
 
     async def stop(self) -> None:
-        if self._server is not None:
-            self._server.close()
+        for server in self._servers:
+            server.close()
         for task in list(self._tasks):
             task.cancel()
         if self._tasks:
@@ -183,7 +260,7 @@ class BackgroundServer:
 
     @property
     def bootstrap(self) -> str:
-        return f"{self.config.host}:{self.broker.port}"
+        return f"{self.config.all_listeners()[0].host}:{self.broker.port}"
 
     def _run(self) -> None:
         async def main() -> None:

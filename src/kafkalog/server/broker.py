@@ -1,22 +1,25 @@
 """The broker: one node that leads every partition of its data directory.
 
-It owns the :class:`~kafkalog.log.manager.LogManager` (opened writable, so an unclean shutdown
-is recovered on start and a clean one writes ``.kafka_cleanshutdown``), the table of request
-handlers, and the appends every producer and coordinator goes through. With one replica the
-high watermark is the log end offset, so an append is committed when it returns; ``acks=all``
-additionally waits for :meth:`Broker.flush`, an fsync, so an acknowledged record survives a
-power cut and not only a crash of this process.
+It owns the :class:`~kafkalog.log.datadir.manager.LogManager` (opened writable, so an unclean
+shutdown is recovered on start and a clean one writes ``.kafka_cleanshutdown``) and the appends
+every producer and coordinator goes through. With one replica the high watermark is the log end
+offset, so an append is committed when it returns; ``acks=all`` additionally waits for
+:meth:`Broker.flush`, an fsync, so an acknowledged record survives a power cut and not only a
+crash of this process.
 
-Interface for the coordinators (:mod:`kafkalog.server.coordination`): ``log_manager``, ``node_id``,
-``host``, ``port``, ``config``, ``register``, ``append_records``, ``flush``,
-``ensure_internal_topic`` and ``add_shutdown_hook``; ``install(broker)`` is awaited on start.
+The broker is state and the operations on it; it imports no API and no coordinator. What serves
+requests over it (the route table of :mod:`.apis`, the coordinators of :mod:`.coordinators`, the
+retention task) is built by :mod:`kafkalog.server.app`.
+
+Interface for the coordinators (:mod:`kafkalog.server.coordinators`): ``log_manager``,
+``node_id``, ``host``, ``port``, ``config``, ``append_records``, ``flush``,
+``ensure_internal_topic`` and ``add_shutdown_hook``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import errno
-import importlib
 import inspect
 import logging
 import uuid
@@ -25,25 +28,27 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..errors import KafkalogError
-from ..format.validator_types import AppendOrigin
-from ..log.file_records import FileRecords
-from ..log.log import Log, LogAppendInfo
-from ..log.manager import LogManager
-from ..log.meta_properties import META_PROPERTIES_FILE_NAME, read_meta_properties
-from ..log.naming import TopicPartition
+from ..format.validate import AppendOrigin
+from ..log.datadir import (
+    META_PROPERTIES_FILE_NAME,
+    LogManager,
+    TopicPartition,
+    read_meta_properties,
+)
+from ..log.partition import Log, LogAppendInfo
+from ..log.segment import FileRecords
+from . import error_codes as ec
 from .config import ServerConfig
-from .handlers import Handler
+from .internal_topics import INTERNAL_TOPICS
 from .limits import MAX_WINDOW_DESCRIPTORS
 
 __all__ = ["INTERNAL_TOPICS", "Broker", "BrokerStats"]
 
 log = logging.getLogger("kafkalog.server")
 
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
-
 
 class InternalTopicError(KafkalogError):
-    code = 17  # INVALID_TOPIC_EXCEPTION: clients may not append to internal topics
+    code = ec.INVALID_TOPIC_EXCEPTION  # clients may not append to internal topics
 
 
 @dataclass
@@ -57,6 +62,7 @@ class BrokerStats:
     connections_accepted: int = 0
     connections_rejected: int = 0
     connections_closed_on_error: int = 0
+    authentication_failures: int = 0  # SASL exchanges that failed
     copied_windows: int = 0  # fetched windows sent from a copy (no descriptor left for them)
 
 
@@ -79,14 +85,16 @@ class Broker:
         self.node_id = config.node_id
         self.host = config.advertised
         self.port = config.port
+        # listener name -> the host and port it advertises (set by the server once bound)
+        self.endpoints: dict[str, tuple[str, int]] = {}
         self.stats = BrokerStats()
-        self.handlers: dict[int, Handler] = {}
         self._shutdown_hooks: list[Callable] = []
         self.creating_topics: dict[str, asyncio.Event] = {}  # topics whose creation is under way
         self._data_waiters: set[asyncio.Future] = set()
         self._topic_ids: dict[str, uuid.UUID] = {}
         self._topics_by_id: dict[uuid.UUID, str] = {}
-        self.log_retention = None  # started by start_log_tasks
+        self.log_retention = None  # the retention task, which kafkalog.server.app starts
+        self.coordinators = None  # the group and transaction coordinators, ditto
         self._topic_ids_key: tuple | None = None
         meta_path = self.log_manager.data_dirs[0] / META_PROPERTIES_FILE_NAME
         self.cluster_id = (
@@ -97,9 +105,6 @@ class Broker:
                 log.warning("%s: %s", note_log.dir, note)
 
     # -- the coordinators' interface ---------------------------------------------------------------
-    def register(self, api_key: int, handler: Handler) -> None:
-        self.handlers[api_key] = handler
-
     def add_shutdown_hook(self, hook: Callable) -> None:
         self._shutdown_hooks.append(hook)
 
@@ -205,28 +210,6 @@ class Broker:
             self._data_waiters.discard(waiter)
 
     # -- life cycle --------------------------------------------------------------------------------
-    async def install_handlers(self) -> None:
-        """The broker's own APIs, then the coordinators' if their module is present."""
-        from . import routes
-
-        routes.install(self)
-        try:
-            coordination = importlib.import_module(f"{__package__}.coordination")
-        except ModuleNotFoundError as e:
-            if e.name != f"{__package__}.coordination":
-                raise
-            log.warning("no group or transaction coordinator available")
-            return
-        await coordination.install(self)
-
-    def start_log_tasks(self) -> None:
-        """The background log work (:mod:`.log_retention`), stopped by :meth:`shutdown`."""
-        from .log_retention import LogRetention, RetentionSettings
-
-        self.log_retention = LogRetention(self, RetentionSettings.from_config(self.config))
-        self.log_retention.start()
-        self.add_shutdown_hook(self.log_retention.stop)
-
     async def shutdown(self) -> None:
         """Run the shutdown hooks, then close the logs: checkpoints and the clean marker."""
         for hook in reversed(self._shutdown_hooks):

@@ -4,8 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..protocol import DEFAULT_MAX_REQUEST_SIZE
+from .security.listeners import Listener
+
+if TYPE_CHECKING:
+    from .security.sasl import SaslSettings
+    from .security.tls import TlsSettings
 
 __all__ = ["ServerConfig"]
 
@@ -32,7 +38,18 @@ class ServerConfig:
     # open-files limit leaves (kafkalog.server.limits.plan_descriptors).
     max_open_files: int | None = None
     extra: dict[str, str] = field(default_factory=dict)
+    # listeners: every listener with its security protocol; empty: PLAINTEXT on host:port.
+    listeners: list[Listener] = field(default_factory=list)
+    # advertised.listeners: listener name to the host and port clients are told (port 0: the
+    # bound one); a listener not named here advertises advertised_host (or its own) and its port.
+    advertised_listeners: dict[str, tuple[str, int]] = field(default_factory=dict)
+    tls: TlsSettings | None = None  # ssl.*: for the SSL and SASL_SSL listeners
+    sasl: SaslSettings | None = None  # sasl.enabled.mechanisms and the users
 
     @property
     def advertised(self) -> str:
         return self.advertised_host or self.host
+
+    def all_listeners(self) -> list[Listener]:
+        """The listeners: ``listeners``, else PLAINTEXT on ``host:port``."""
+        return list(self.listeners) or [Listener("PLAINTEXT", self.host, self.port)]

@@ -18,9 +18,10 @@ import asyncio
 import errno
 import logging
 import os
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
-from ..log.file_records import FileRecords
+from ..log.segment import FileRecords
 from ..protocol import (
     API_NAMES,
     ApiKey,
@@ -31,8 +32,14 @@ from ..protocol import (
     encode_response,
     peek_header,
 )
-from .broker import Broker
-from .handlers import CloseConnection, RequestContext
+from ..protocol.framing import size_prefix
+from .apis.metadata import api_versions_body
+from .handlers import CloseConnection, Handler, RequestContext
+from .security.sasl import SaslAuthenticator, SaslFailed
+from .security.tls import peer_principal
+
+if TYPE_CHECKING:
+    from .broker import Broker
 
 __all__ = ["Connection"]
 
@@ -71,18 +78,32 @@ class Connection:
     def __init__(
         self,
         broker: Broker,
+        routes: Mapping[int, Handler],
         reader: asyncio.StreamReader,
         writer: asyncio.StreamWriter,
         connection_id: int,
+        *,
+        listener: str = "PLAINTEXT",
+        advertised: tuple[str, int] | None = None,
+        sasl: SaslAuthenticator | None = None,
     ) -> None:
         self.broker = broker
+        self.routes = routes
         self.reader = reader
         self.writer = writer
         self.connection_id = connection_id
         peer = writer.get_extra_info("peername")
         self.client_host = f"/{peer[0]}" if peer else "/unknown"
         self.frames = FrameBuffer(broker.config.socket_request_max_bytes)
-        self.sendfile_ok = broker.config.sendfile
+        self.listener = listener
+        self.advertised = advertised
+        self.sasl = sasl  # on SASL listeners: nothing but authentication until it succeeds
+        tls = writer.get_extra_info("sslcontext") is not None
+        # TLS encrypts in user space: fetched records are copied through it
+        self.sendfile_ok = broker.config.sendfile and not tls
+        self.principal = "User:ANONYMOUS"
+        if tls:
+            self.principal = "User:" + peer_principal(writer.get_extra_info("peercert"))
 
     async def run(self) -> None:
         idle_s = self.broker.config.connections_max_idle_ms / 1000
@@ -116,6 +137,12 @@ class Connection:
 
     async def _process(self, frame: bytes) -> bool:
         """Handle one request; False when the connection must close."""
+        if self.sasl is not None and not self.sasl.authenticated:
+            return await self._authenticate(frame)
+        return await self._dispatch(frame)
+
+    async def _dispatch(self, frame: bytes) -> bool:
+        """A request through the route table; False when the connection must close."""
         try:
             request = decode_request(frame)
         except UnsupportedVersionError as e:
@@ -123,16 +150,15 @@ class Connection:
             if api_key != ApiKey.API_VERSIONS:
                 self._protocol_error(e)
                 return False
-            from .metadata import api_versions_body  # what we serve, for the client to retry
-
-            body = api_versions_body(self.broker, error_code=e.code)
+            # what we serve, for the client to retry
+            body = api_versions_body(self.routes, error_code=e.code)
             await self._send(encode_response(ApiKey.API_VERSIONS, 0, correlation_id, body))
             return True
         except ProtocolError as e:
             self._protocol_error(e)
             return False
         header = request.header
-        handler = self.broker.handlers.get(header.api_key)
+        handler = self.routes.get(header.api_key)
         if handler is None:
             self._protocol_error(
                 UnsupportedVersionError(f"{API_NAMES[header.api_key]} is not served")
@@ -146,6 +172,9 @@ class Connection:
             client_id=header.client_id,
             client_host=self.client_host,
             connection_id=self.connection_id,
+            listener=self.listener,
+            advertised=self.advertised,
+            principal=self.principal,
         )
         try:
             response = await handler(context, request.body)
@@ -169,6 +198,57 @@ class Connection:
             raise
         await self._send(parts)
         return True
+
+    async def _authenticate(self, frame: bytes) -> bool:
+        """A frame before SASL authentication succeeded (Kafka's SaslServerAuthenticator): a
+        raw token after a v0 handshake, else ApiVersions, SaslHandshake or SaslAuthenticate in
+        their turn; anything else closes the connection unanswered. False: close."""
+        sasl = self.sasl
+        assert sasl is not None
+        if sasl.raw:
+            try:
+                answer = sasl.raw_token(frame)
+            except SaslFailed:
+                self.broker.stats.authentication_failures += 1
+                return False
+            await self._send([size_prefix(len(answer)) + answer])
+            return True
+        try:
+            api_key, version, correlation_id = peek_header(frame)
+        except ProtocolError as e:
+            self._protocol_error(e)
+            return False
+        allowed = {
+            "handshake": (ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE),
+            "authenticate": (ApiKey.SASL_AUTHENTICATE,),
+        }.get(sasl.state, ())
+        if api_key not in allowed:
+            name = API_NAMES.get(api_key, f"api key {api_key}")
+            log.info(
+                "closing connection from %s: unexpected %s request during SASL %s",
+                self.client_host, name, "handshake" if sasl.state == "handshake" else
+                "authentication",
+            )  # fmt: skip
+            self.broker.stats.connections_closed_on_error += 1
+            return False
+        if api_key == ApiKey.API_VERSIONS:
+            return await self._dispatch(frame)
+        try:
+            request = decode_request(frame)
+        except ProtocolError as e:
+            self._protocol_error(e)
+            return False
+        self.broker.stats.requests[(request.name, version)] += 1
+        if api_key == ApiKey.SASL_HANDSHAKE:
+            response, last = sasl.handshake(version, request.body)
+        else:
+            response, last = sasl.authenticate(request.body)
+            if last:
+                self.broker.stats.authentication_failures += 1
+        await self._send(encode_response(api_key, version, correlation_id, response))
+        if sasl.authenticated:
+            self.principal = sasl.principal or self.principal
+        return not last
 
     def _sendfile_now(self, file_fd: int, start: int, size: int) -> int:
         """Send what the socket takes right now with os.sendfile: the bytes sent.

@@ -32,6 +32,9 @@ class RequestContext:
     client_id: str | None
     client_host: str
     connection_id: int
+    listener: str = "PLAINTEXT"  # the listener's name
+    advertised: tuple[str, int] | None = None  # its advertised host and port; None: the broker's
+    principal: str = "User:ANONYMOUS"  # User:NAME after SASL, else the TLS subject or ANONYMOUS
 
 
 Handler = Callable[[RequestContext, dict], Awaitable[dict]]

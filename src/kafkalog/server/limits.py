@@ -3,7 +3,7 @@
 At start the soft ``RLIMIT_NOFILE`` is raised to the hard limit (what Kafka's packaging asks
 the operator to set), and split (:func:`plan_descriptors`) between
 
-- the segment files' budget (:mod:`kafkalog.log.file_cache`): every ``.log``, ``.index``,
+- the segment files' budget (:mod:`kafkalog.log.segment.file_cache`): every ``.log``, ``.index``,
   ``.timeindex`` and ``.txnindex`` is opened on demand and the least recently used closed again
   beyond it, so any number of partitions is served within the limit;
 - the descriptors fetch answers own while being sent (a duplicate per segment window; windows

@@ -2,15 +2,15 @@
 
 Every ``log.retention.check.interval.ms`` (300000, Kafka's default; the first pass after
 ``log.initial.task.delay.ms``, 30000), each partition's old segments are deleted by
-:meth:`kafkalog.log.log.Log.delete_old_segments`, the code ``kafkalog retention --apply`` runs
-(Kafka's UnifiedLog.deleteOldSegments): segments below the log start offset, and for
-``cleanup.policy`` with ``delete``, segments whose newest record is older than retention.ms and
-the oldest while the log stays over retention.bytes without them; never an empty active segment
-(a non-empty one after rolling a new one). As Kafka's LogManager.cleanupLogs, the pass covers the
-logs that are not compacted; Kafka's log cleaner thread runs the same deletion for compacted ones
-(``compact,delete``, and the log start offset of ``compact``) after each cleaning attempt, so
-with ``log.cleaner.enable`` (true, Kafka's default) the pass covers those too, and with it false
-they are left alone, as by Kafka.
+:meth:`kafkalog.log.partition.log.Log.delete_old_segments`, the code ``kafkalog retention --apply``
+runs (Kafka's UnifiedLog.deleteOldSegments): segments below the log start offset, and for
+``cleanup.policy`` with ``delete``, segments whose newest record is older than retention.ms and the
+oldest while the log stays over retention.bytes without them; never an empty active segment (a
+non-empty one after rolling a new one). As Kafka's LogManager.cleanupLogs, the pass covers the logs
+that are not compacted; Kafka's log cleaner thread runs the same deletion for compacted ones
+(``compact,delete``, and the log start offset of ``compact``) after each cleaning attempt, so with
+``log.cleaner.enable`` (true, Kafka's default) the pass covers those too, and with it false they are
+left alone, as by Kafka.
 
 Deleted segments are renamed ``.deleted`` at once and removed ``file.delete.delay.ms`` later
 (the topic's config, 60000 by default; Kafka's LocalLog.deleteSegmentFiles with asyncDelete), by a

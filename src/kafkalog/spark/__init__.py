@@ -22,7 +22,7 @@ def data_loss_report(log_dir: str) -> list[dict]:
     """What a read with failOnDataLoss=false skipped, from the directory given as its option
     ``dataLossLog``: one dict per damage or loss (``message``, ``path``, ``position``,
     ``offset``, ``time``), from the driver and every task; ``len()`` is the count."""
-    from ..table.planner import read_data_loss
+    from ..dataset import read_data_loss
 
     return read_data_loss(log_dir)
 

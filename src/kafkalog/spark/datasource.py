@@ -49,7 +49,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 if TYPE_CHECKING:
-    from ..table.reader import OffsetRange
+    from ..dataset import OffsetRange
 
 # kafkalog's log layer, planner and decoder (numpy, pyarrow) are imported by the methods that use
 # them, not with this module: every Python process Spark starts for the source imports it (the
@@ -88,23 +88,21 @@ class KafkaLogDataSource(DataSource):
         # Spark asks for the schema at load(): bad options and paths fail there, at analysis,
         # not at the first action (what differs between batch and streaming is checked when
         # Spark asks for a reader of either).
-        from ..table.options import parse_read_options
-        from ..table.planner import discover
-        from ..table.schema import spark_schema_ddl
+        from ..dataset import discover, parse_read_options, spark_schema_ddl
 
         options = parse_read_options(self.options, streaming=None)
         discover(options.paths, report=True, warn=False)
         return spark_schema_ddl(options.include_headers)
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        from ..table.options import parse_read_options
+        from ..dataset import parse_read_options
 
         options = parse_read_options(self.options)
         _check_schema(schema, options.include_headers)
         return (PushdownReader if options.pushdown else KafkaLogReader)(options)
 
     def streamReader(self, schema: StructType):
-        from ..table.options import parse_read_options
+        from ..dataset import parse_read_options
         from .stream import KafkaLogStreamReader
 
         options = parse_read_options(self.options, streaming=True)
@@ -112,21 +110,20 @@ class KafkaLogDataSource(DataSource):
         return KafkaLogStreamReader(options)
 
     def writer(self, schema: StructType, overwrite: bool):
-        from ..table.options import parse_write_options
+        from ..dataset import parse_write_options
         from .writer import KafkaLogWriter
 
         return KafkaLogWriter(parse_write_options(self.options), schema, overwrite)
 
     def streamWriter(self, schema: StructType, overwrite: bool):
-        from ..table.options import parse_write_options
+        from ..dataset import parse_write_options
         from .writer import KafkaLogStreamWriter
 
         return KafkaLogStreamWriter(parse_write_options(self.options), schema, overwrite)
 
 
 def _check_schema(schema: StructType, include_headers: bool) -> None:
-    from ..table.options import OptionError
-    from ..table.schema import arrow_schema
+    from ..dataset import OptionError, arrow_schema
 
     expected = arrow_schema(include_headers).names
     if schema is not None and [f.name for f in schema.fields] != expected:
@@ -144,7 +141,7 @@ class KafkaLogReader(DataSourceReader):
         self.constraints = _Constraints()
 
     def partitions(self):
-        from ..table.reader import open_selected, plan_input_partitions, resolve_ranges
+        from ..dataset import open_selected, plan_input_partitions, resolve_ranges
 
         worker_logging()
         logs = open_selected(self.options)
@@ -162,7 +159,7 @@ class KafkaLogReader(DataSourceReader):
     def read(self, partition):
         if partition.value is None:  # the no-work partition of an empty plan
             return iter(())
-        from ..table.reader import read_partition
+        from ..dataset import read_partition
 
         worker_logging()
         return read_partition(partition.value)
@@ -192,7 +189,7 @@ class _Constraints:
         )
 
     def narrow(self, r: OffsetRange) -> OffsetRange:
-        from ..table.reader import OffsetRange
+        from ..dataset import OffsetRange
 
         start = r.start if self.offset_lo is None else max(r.start, self.offset_lo)
         end = r.end if self.offset_hi is None else min(r.end, self.offset_hi)

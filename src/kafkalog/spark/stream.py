@@ -21,17 +21,17 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
-from ..log.naming import TopicPartition
-from ..table.options import ReadOptions
-from ..table.planner import data_loss
-from ..table.reader import (
+from ..dataset import (
     OffsetRange,
-    _check_all_given,
-    _resolve,
+    ReadOptions,
+    check_all_given,
+    data_loss,
     open_selected,
     plan_input_partitions,
     read_partition,
+    resolve_spec,
 )
+from ..log.datadir import TopicPartition
 from .datasource import worker_logging
 
 __all__ = ["KafkaLogStreamReader"]
@@ -79,9 +79,9 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         try:
             starting = self.options.starting
             if starting.kind == "offsets":  # as Spark's KafkaOffsetReader.fetchSpecificOffsets
-                _check_all_given(starting.offsets, logs, "startingOffsets", streaming=True)
+                check_all_given(starting.offsets, logs, "startingOffsets", streaming=True)
             elif starting.kind == "timestamps":
-                _check_all_given(
+                check_all_given(
                     starting.offsets, logs, "startingOffsetsByTimestamp", streaming=True
                 )
             out = {}
@@ -89,7 +89,7 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 upper = (
                     log.last_stable_offset() if self.options.read_committed else log.log_end_offset
                 )
-                out[tp] = _resolve(self.options.starting, log, start=True, options=self.options,
+                out[tp] = resolve_spec(self.options.starting, log, start=True, options=self.options,
                                    upper=upper)  # fmt: skip
             return _as_json(out)
         finally:

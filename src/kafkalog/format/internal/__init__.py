@@ -3,7 +3,7 @@
 Kafka keeps its own state in logs: committed offsets and group state in ``__consumer_offsets``,
 transactions in ``__transaction_state``, the KRaft cluster metadata in ``__cluster_metadata``,
 and transaction markers and quorum changes as control records in any log. All of them are
-messages of Kafka's JSON schema language; :mod:`.schema` reads that language once, and the
+messages of Kafka's JSON schema language; :mod:`..message` reads that language once, and the
 modules here hold the schemas per topic family, transcribed from Kafka's JSON (trunk, 2026).
 
 Every function takes the key or value bytes of one record and returns a :class:`DecodedMessage`;

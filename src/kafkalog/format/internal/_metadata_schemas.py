@@ -1,344 +1,344 @@
 """Schemas of the KRaft ``__cluster_metadata`` records, one per apiKey.
 
-Transcribed from Kafka's metadata/src/main/resources/common/metadata/*Record.json (trunk, 2026)
-into the notation of :mod:`.schema`; every version Kafka defines is readable with these (newer
-fields are version-gated or tagged). Not described, as Kafka 4 no longer defines them: apiKey 6
-(AccessControlRecord, removed in 3.5) and 16 (RemoveFeatureLevelRecord, removed in
-3.3); 13 was never assigned.
+Transcribed from Kafka's metadata/src/main/resources/common/metadata/*Record.json (trunk, 2026) into
+the table notation of :mod:`..message.schema`; every version Kafka defines is readable with these
+(newer fields are version-gated or tagged). Not described, as Kafka 4 no longer defines them: apiKey
+6 (AccessControlRecord, removed in 3.5) and 16 (RemoveFeatureLevelRecord, removed in 3.3); 13 was
+never assigned.
 """
 
 from __future__ import annotations
 
-from .schema import message
+from ..message import Message
 
-REGISTER_BROKER_RECORD = message(
+REGISTER_BROKER_RECORD = Message(
     "RegisterBrokerRecord",
     "0-4",
-    flexible="0+",
-    fields=(
-        "brokerId int32 0+",
-        "isMigratingZkBroker bool 2+ =false",
-        "incarnationId uuid 0+",
-        "brokerEpoch int64 0+",
-        (
-            "endPoints []BrokerEndpoint 0+",
-            (
-                "name string 0+",
-                "host string 0+",
-                "port uint16 0+",
-                "securityProtocol int16 0+",
-            ),
-        ),
-        (
-            "features []BrokerFeature 0+",
-            (
-                "name string 0+",
-                "minSupportedVersion int16 0+",
-                "maxSupportedVersion int16 0+",
-            ),
-        ),
-        "rack string 0+ ?0+",
-        "fenced bool 0+ =true",
-        "inControlledShutdown bool 1+ =false",
-        "logDirs []uuid 3+ #0@3+",
-        "cordonedLogDirs []uuid 4+ ?4+ #1@4+ =null",
-    ),
+    "0+",
+    """
+brokerId int32
+isMigratingZkBroker bool 2+ =false
+incarnationId uuid
+brokerEpoch int64
+endPoints []
+  name string
+  host string
+  port uint16
+  securityProtocol int16
+features []
+  name string
+  minSupportedVersion int16
+  maxSupportedVersion int16
+rack string ? =""
+fenced bool =true
+inControlledShutdown bool 1+ =false
+logDirs [uuid] 3+ tag=0
+cordonedLogDirs [uuid] 4+ ? tag=1 =null
+""",
 )
 
-UNREGISTER_BROKER_RECORD = message(
+UNREGISTER_BROKER_RECORD = Message(
     "UnregisterBrokerRecord",
     "0",
-    flexible="0+",
-    fields=(
-        "brokerId int32 0+",
-        "brokerEpoch int64 0+",
-    ),
+    "0+",
+    """
+brokerId int32
+brokerEpoch int64
+""",
 )
 
-TOPIC_RECORD = message(
+TOPIC_RECORD = Message(
     "TopicRecord",
     "0",
-    flexible="0+",
-    fields=(
-        "name string 0+",
-        "topicId uuid 0+",
-    ),
+    "0+",
+    """
+name string
+topicId uuid
+""",
 )
 
-PARTITION_RECORD = message(
+PARTITION_RECORD = Message(
     "PartitionRecord",
     "0-2",
-    flexible="0+",
-    fields=(
-        "partitionId int32 0+ =-1",
-        "topicId uuid 0+",
-        "replicas []int32 0+",
-        "isr []int32 0+",
-        "removingReplicas []int32 0+",
-        "addingReplicas []int32 0+",
-        "leader int32 0+ =-1",
-        "leaderRecoveryState int8 0+ #0@0+ =0",
-        "leaderEpoch int32 0+ =-1",
-        "partitionEpoch int32 0+ =-1",
-        "directories []uuid 1+",
-        "eligibleLeaderReplicas []int32 2+ ?2+ #1@2+ =null",
-        "lastKnownElr []int32 2+ ?2+ #2@2+ =null",
-    ),
+    "0+",
+    """
+partitionId int32 =-1
+topicId uuid
+replicas [int32]
+isr [int32]
+removingReplicas [int32]
+addingReplicas [int32]
+leader int32 =-1
+leaderRecoveryState int8 tag=0 =0
+leaderEpoch int32 =-1
+partitionEpoch int32 =-1
+directories [uuid] 1+
+eligibleLeaderReplicas [int32] 2+ ? tag=1 =null
+lastKnownElr [int32] 2+ ? tag=2 =null
+""",
 )
 
-CONFIG_RECORD = message(
+CONFIG_RECORD = Message(
     "ConfigRecord",
     "0",
-    flexible="0+",
-    fields=(
-        "resourceType int8 0+",
-        "resourceName string 0+",
-        "name string 0+",
-        "value string 0+ ?0+",
-    ),
+    "0+",
+    """
+resourceType int8
+resourceName string
+name string
+value string ? =""
+""",
 )
 
-PARTITION_CHANGE_RECORD = message(
+PARTITION_CHANGE_RECORD = Message(
     "PartitionChangeRecord",
     "0-2",
-    flexible="0+",
-    fields=(
-        "partitionId int32 0+ =-1",
-        "topicId uuid 0+",
-        "isr []int32 0+ ?0+ #0@0+ =null",
-        "leader int32 0+ #1@0+ =-2",
-        "replicas []int32 0+ ?0+ #2@0+ =null",
-        "removingReplicas []int32 0+ ?0+ #3@0+ =null",
-        "addingReplicas []int32 0+ ?0+ #4@0+ =null",
-        "leaderRecoveryState int8 0+ #5@0+ =-1",
-        "directories []uuid 1+ ?1+ #8@1+ =null",
-        "eligibleLeaderReplicas []int32 2+ ?2+ #6@2+ =null",
-        "lastKnownElr []int32 2+ ?2+ #7@2+ =null",
-    ),
+    "0+",
+    """
+partitionId int32 =-1
+topicId uuid
+isr [int32] ? tag=0 =null
+leader int32 tag=1 =-2
+replicas [int32] ? tag=2 =null
+removingReplicas [int32] ? tag=3 =null
+addingReplicas [int32] ? tag=4 =null
+leaderRecoveryState int8 tag=5 =-1
+directories [uuid] 1+ ? tag=8 =null
+eligibleLeaderReplicas [int32] 2+ ? tag=6 =null
+lastKnownElr [int32] 2+ ? tag=7 =null
+""",
 )
 
-FENCE_BROKER_RECORD = message(
+FENCE_BROKER_RECORD = Message(
     "FenceBrokerRecord",
     "0",
-    flexible="0+",
-    fields=(
-        "id int32 0+",
-        "epoch int64 0+",
-    ),
+    "0+",
+    """
+id int32
+epoch int64
+""",
 )
 
-UNFENCE_BROKER_RECORD = message(
+UNFENCE_BROKER_RECORD = Message(
     "UnfenceBrokerRecord",
     "0",
-    flexible="0+",
-    fields=(
-        "id int32 0+",
-        "epoch int64 0+",
-    ),
+    "0+",
+    """
+id int32
+epoch int64
+""",
 )
 
-REMOVE_TOPIC_RECORD = message(
+REMOVE_TOPIC_RECORD = Message(
     "RemoveTopicRecord",
     "0",
-    flexible="0+",
-    fields=("topicId uuid 0+",),
+    "0+",
+    """
+topicId uuid
+""",
 )
 
-DELEGATION_TOKEN_RECORD = message(
+DELEGATION_TOKEN_RECORD = Message(
     "DelegationTokenRecord",
     "0",
-    flexible="0+",
-    fields=(
-        "owner string 0+",
-        "requester string 0+",
-        "renewers []string 0+",
-        "issueTimestamp int64 0+",
-        "maxTimestamp int64 0+",
-        "expirationTimestamp int64 0+",
-        "tokenId string 0+",
-    ),
+    "0+",
+    """
+owner string
+requester string
+renewers [string]
+issueTimestamp int64
+maxTimestamp int64
+expirationTimestamp int64
+tokenId string
+""",
 )
 
-USER_SCRAM_CREDENTIAL_RECORD = message(
+USER_SCRAM_CREDENTIAL_RECORD = Message(
     "UserScramCredentialRecord",
     "0",
-    flexible="0+",
-    fields=(
-        "name string 0+",
-        "mechanism int8 0+",
-        "salt bytes 0+",
-        "storedKey bytes 0+",
-        "serverKey bytes 0+",
-        "iterations int32 0+",
-    ),
+    "0+",
+    """
+name string
+mechanism int8
+salt bytes
+storedKey bytes
+serverKey bytes
+iterations int32
+""",
 )
 
-FEATURE_LEVEL_RECORD = message(
+FEATURE_LEVEL_RECORD = Message(
     "FeatureLevelRecord",
     "0",
-    flexible="0+",
-    fields=(
-        "name string 0+",
-        "featureLevel int16 0+",
-    ),
+    "0+",
+    """
+name string
+featureLevel int16
+""",
 )
 
-CLIENT_QUOTA_RECORD = message(
+CLIENT_QUOTA_RECORD = Message(
     "ClientQuotaRecord",
     "0",
-    flexible="0+",
-    fields=(
-        (
-            "entity []EntityData 0+",
-            (
-                "entityType string 0+",
-                "entityName string 0+ ?0+",
-            ),
-        ),
-        "key string 0+",
-        "value float64 0+",
-        "remove bool 0+",
-    ),
+    "0+",
+    """
+entity []
+  entityType string
+  entityName string ? =""
+key string
+value float64
+remove bool
+""",
 )
 
-PRODUCER_IDS_RECORD = message(
+PRODUCER_IDS_RECORD = Message(
     "ProducerIdsRecord",
     "0",
-    flexible="0+",
-    fields=(
-        "brokerId int32 0+",
-        "brokerEpoch int64 0+ =-1",
-        "nextProducerId int64 0+",
-    ),
+    "0+",
+    """
+brokerId int32
+brokerEpoch int64 =-1
+nextProducerId int64
+""",
 )
 
-BROKER_REGISTRATION_CHANGE_RECORD = message(
+BROKER_REGISTRATION_CHANGE_RECORD = Message(
     "BrokerRegistrationChangeRecord",
     "0-3",
-    flexible="0+",
-    fields=(
-        "brokerId int32 0+",
-        "brokerEpoch int64 0+",
-        "fenced int8 0+ #0@0+",
-        "inControlledShutdown int8 1+ #1@1+",
-        "logDirs []uuid 2+ #2@2+",
-        "cordonedLogDirs []uuid 3+ ?3+ #3@3+ =null",
-    ),
+    "0+",
+    """
+brokerId int32
+brokerEpoch int64
+fenced int8 tag=0
+inControlledShutdown int8 1+ tag=1
+logDirs [uuid] 2+ tag=2
+cordonedLogDirs [uuid] 3+ ? tag=3 =null
+""",
 )
 
-ACCESS_CONTROL_ENTRY_RECORD = message(
+ACCESS_CONTROL_ENTRY_RECORD = Message(
     "AccessControlEntryRecord",
     "0",
-    flexible="0+",
-    fields=(
-        "id uuid 0+",
-        "resourceType int8 0+",
-        "resourceName string 0+",
-        "patternType int8 0+",
-        "principal string 0+",
-        "host string 0+",
-        "operation int8 0+",
-        "permissionType int8 0+",
-    ),
+    "0+",
+    """
+id uuid
+resourceType int8
+resourceName string
+patternType int8
+principal string
+host string
+operation int8
+permissionType int8
+""",
 )
 
-REMOVE_ACCESS_CONTROL_ENTRY_RECORD = message(
+REMOVE_ACCESS_CONTROL_ENTRY_RECORD = Message(
     "RemoveAccessControlEntryRecord",
     "0",
-    flexible="0+",
-    fields=("id uuid 0+",),
+    "0+",
+    """
+id uuid
+""",
 )
 
-NO_OP_RECORD = message(
+NO_OP_RECORD = Message(
     "NoOpRecord",
     "0",
-    flexible="0+",
-    fields=(),
+    "0+",
+    """
+
+""",
 )
 
-ZK_MIGRATION_STATE_RECORD = message(
+ZK_MIGRATION_STATE_RECORD = Message(
     "ZkMigrationStateRecord",
     "0",
-    flexible="0+",
-    fields=("zkMigrationState int8 0+",),
+    "0+",
+    """
+zkMigrationState int8
+""",
 )
 
-REMOVE_USER_SCRAM_CREDENTIAL_RECORD = message(
+REMOVE_USER_SCRAM_CREDENTIAL_RECORD = Message(
     "RemoveUserScramCredentialRecord",
     "0",
-    flexible="0+",
-    fields=(
-        "name string 0+",
-        "mechanism int8 0+",
-    ),
+    "0+",
+    """
+name string
+mechanism int8
+""",
 )
 
-BEGIN_TRANSACTION_RECORD = message(
+BEGIN_TRANSACTION_RECORD = Message(
     "BeginTransactionRecord",
     "0",
-    flexible="0+",
-    fields=("name string 0+ ?0+ #0@0+ =null",),
+    "0+",
+    """
+name string ? tag=0 =null
+""",
 )
 
-END_TRANSACTION_RECORD = message(
+END_TRANSACTION_RECORD = Message(
     "EndTransactionRecord",
     "0",
-    flexible="0+",
-    fields=(),
+    "0+",
+    """
+
+""",
 )
 
-ABORT_TRANSACTION_RECORD = message(
+ABORT_TRANSACTION_RECORD = Message(
     "AbortTransactionRecord",
     "0",
-    flexible="0+",
-    fields=("reason string 0+ ?0+ #0@0+ =null",),
+    "0+",
+    """
+reason string ? tag=0 =null
+""",
 )
 
-REMOVE_DELEGATION_TOKEN_RECORD = message(
+REMOVE_DELEGATION_TOKEN_RECORD = Message(
     "RemoveDelegationTokenRecord",
     "0",
-    flexible="0+",
-    fields=("tokenId string 0+",),
+    "0+",
+    """
+tokenId string
+""",
 )
 
-REGISTER_CONTROLLER_RECORD = message(
+REGISTER_CONTROLLER_RECORD = Message(
     "RegisterControllerRecord",
     "0",
-    flexible="0+",
-    fields=(
-        "controllerId int32 0+",
-        "incarnationId uuid 0+",
-        "zkMigrationReady bool 0+",
-        (
-            "endPoints []ControllerEndpoint 0+",
-            (
-                "name string 0+",
-                "host string 0+",
-                "port uint16 0+",
-                "securityProtocol int16 0+",
-            ),
-        ),
-        (
-            "features []ControllerFeature 0+",
-            (
-                "name string 0+",
-                "minSupportedVersion int16 0+",
-                "maxSupportedVersion int16 0+",
-            ),
-        ),
-    ),
+    "0+",
+    """
+controllerId int32
+incarnationId uuid
+zkMigrationReady bool
+endPoints []
+  name string
+  host string
+  port uint16
+  securityProtocol int16
+features []
+  name string
+  minSupportedVersion int16
+  maxSupportedVersion int16
+""",
 )
 
-CLEAR_ELR_RECORD = message(
+CLEAR_ELR_RECORD = Message(
     "ClearElrRecord",
     "0",
-    flexible="0+",
-    fields=("topicName string 0+",),
+    "0+",
+    """
+topicName string
+""",
 )
 
-UNREGISTER_CONTROLLER_RECORD = message(
+UNREGISTER_CONTROLLER_RECORD = Message(
     "UnregisterControllerRecord",
     "0",
-    flexible="0+",
-    fields=("controllerId int32 0+",),
+    "0+",
+    """
+controllerId int32
+""",
 )

@@ -1,270 +1,235 @@
 """Value schemas of the share-group (KIP-932) and streams-group (KIP-1071) records.
 
 Transcribed from Kafka's group-coordinator/src/main/resources/common/message/*Value.json (trunk,
-2026) into the notation of :mod:`.schema`, except ShareGroupPartitionMetadataValue (record type
-9), which Kafka 4.0 wrote and 4.1 removed: that one is from the 4.0 branch. Share groups were
-early access in 4.0 and their records changed incompatibly in 4.1 (ShareGroupStatePartition
-MetadataValue gained a non-tagged field), so 4.0 share-group values may fail to decode here.
+2026) into the table notation of :mod:`..message.schema`, except ShareGroupPartitionMetadataValue
+(record type 9), which Kafka 4.0 wrote and 4.1 removed: that one is from the 4.0 branch. Share
+groups were early access in 4.0 and their records changed incompatibly in 4.1
+(ShareGroupStatePartition MetadataValue gained a non-tagged field), so 4.0 share-group values may
+fail to decode here.
 """
 
 from __future__ import annotations
 
-from .schema import message
+from ..message import Message
 
-SHARE_GROUP_PARTITION_METADATA_VALUE = message(
+SHARE_GROUP_PARTITION_METADATA_VALUE = Message(
     "ShareGroupPartitionMetadataValue",
     "0",
-    flexible="0+",
-    fields=(
-        (
-            "topics []TopicMetadata 0+",
-            (
-                "topicId uuid 0+",
-                "topicName string 0+",
-                "numPartitions int32 0+",
-                (
-                    "partitionMetadata []PartitionMetadata 0+",
-                    (
-                        "partition int32 0+",
-                        "racks []string 0+",
-                    ),
-                ),
-            ),
-        ),
-    ),
+    "0+",
+    """
+topics []
+  topicId uuid
+  topicName string
+  numPartitions int32
+  partitionMetadata []
+    partition int32
+    racks [string]
+""",
 )
 
-SHARE_GROUP_MEMBER_METADATA_VALUE = message(
+SHARE_GROUP_MEMBER_METADATA_VALUE = Message(
     "ShareGroupMemberMetadataValue",
     "0",
-    flexible="0+",
-    fields=(
-        "rackId string 0+ ?0+",
-        "clientId string 0+",
-        "clientHost string 0+",
-        "subscribedTopicNames []string 0+",
-    ),
+    "0+",
+    """
+rackId string ? =""
+clientId string
+clientHost string
+subscribedTopicNames [string]
+""",
 )
 
-SHARE_GROUP_METADATA_VALUE = message(
+SHARE_GROUP_METADATA_VALUE = Message(
     "ShareGroupMetadataValue",
     "0",
-    flexible="0+",
-    fields=(
-        "epoch int32 0+",
-        "metadataHash int64 0+",
-    ),
+    "0+",
+    """
+epoch int32
+metadataHash int64
+""",
 )
 
-SHARE_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE = message(
+SHARE_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE = Message(
     "ShareGroupTargetAssignmentMetadataValue",
     "0",
-    flexible="0+",
-    fields=(
-        "assignmentEpoch int32 0+",
-        "assignmentTimestamp int64 0+ #0@0+ =0",
-    ),
+    "0+",
+    """
+assignmentEpoch int32
+assignmentTimestamp int64 tag=0 =0
+""",
 )
 
-SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE = message(
+SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE = Message(
     "ShareGroupTargetAssignmentMemberValue",
     "0",
-    flexible="0+",
-    fields=(
-        (
-            "topicPartitions []TopicPartition 0+",
-            (
-                "topicId uuid 0+",
-                "partitions []int32 0+",
-            ),
-        ),
-    ),
+    "0+",
+    """
+topicPartitions []
+  topicId uuid
+  partitions [int32]
+""",
 )
 
-_SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE_TOPIC_PARTITIONS = (
-    "topicId uuid 0+",
-    "partitions []int32 0+",
-)
-SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE = message(
+SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE = Message(
     "ShareGroupCurrentMemberAssignmentValue",
     "0",
-    flexible="0+",
-    fields=(
-        "memberEpoch int32 0+",
-        "previousMemberEpoch int32 0+",
-        "state int8 0+",
-        (
-            "assignedPartitions []TopicPartitions 0+",
-            _SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE_TOPIC_PARTITIONS,
-        ),
-    ),
+    "0+",
+    """
+memberEpoch int32
+previousMemberEpoch int32
+state int8
+assignedPartitions []
+  topicId uuid
+  partitions [int32]
+""",
 )
 
-_SHARE_GROUP_STATE_PARTITION_METADATA_VALUE_TOPIC_PARTITIONS_INFO = (
-    "topicId uuid 0+",
-    "topicName string 0+",
-    "partitions []int32 0+",
-)
-_SHARE_GROUP_STATE_PARTITION_METADATA_VALUE_TOPIC_INFO = (
-    "topicId uuid 0+",
-    "topicName string 0+",
-)
-SHARE_GROUP_STATE_PARTITION_METADATA_VALUE = message(
+SHARE_GROUP_STATE_PARTITION_METADATA_VALUE = Message(
     "ShareGroupStatePartitionMetadataValue",
     "0",
-    flexible="0+",
-    fields=(
-        (
-            "initializingTopics []TopicPartitionsInfo 0+",
-            _SHARE_GROUP_STATE_PARTITION_METADATA_VALUE_TOPIC_PARTITIONS_INFO,
-        ),
-        (
-            "initializedTopics []TopicPartitionsInfo 0+",
-            _SHARE_GROUP_STATE_PARTITION_METADATA_VALUE_TOPIC_PARTITIONS_INFO,
-        ),
-        ("deletingTopics []TopicInfo 0+", _SHARE_GROUP_STATE_PARTITION_METADATA_VALUE_TOPIC_INFO),
-    ),
+    "0+",
+    """
+initializingTopics []
+  topicId uuid
+  topicName string
+  partitions [int32]
+initializedTopics []
+  topicId uuid
+  topicName string
+  partitions [int32]
+deletingTopics []
+  topicId uuid
+  topicName string
+""",
 )
 
-_STREAMS_GROUP_METADATA_VALUE_LAST_ASSIGNMENT_CONFIG = (
-    "key string 0+",
-    "value string 0+",
-)
-STREAMS_GROUP_METADATA_VALUE = message(
+STREAMS_GROUP_METADATA_VALUE = Message(
     "StreamsGroupMetadataValue",
     "0",
-    flexible="0+",
-    fields=(
-        "epoch int32 0+",
-        "metadataHash int64 0+",
-        "validatedTopologyEpoch int32 0+ #0@0+ =-1",
-        (
-            "lastAssignmentConfigs []LastAssignmentConfig 0+ ?0+ #1@0+",
-            _STREAMS_GROUP_METADATA_VALUE_LAST_ASSIGNMENT_CONFIG,
-        ),
-        "storedDescriptionTopologyEpoch int32 0+ #2@0+ =-1",
-        "failedDescriptionTopologyEpoch int32 0+ #3@0+ =-1",
-    ),
+    "0+",
+    """
+epoch int32
+metadataHash int64
+validatedTopologyEpoch int32 tag=0 =-1
+lastAssignmentConfigs [] ? tag=1 =[]
+  key string
+  value string
+storedDescriptionTopologyEpoch int32 tag=2 =-1
+failedDescriptionTopologyEpoch int32 tag=3 =-1
+""",
 )
 
-_STREAMS_GROUP_MEMBER_METADATA_VALUE_ENDPOINT = (
-    "host string 0+",
-    "port uint16 0+",
-)
-_STREAMS_GROUP_MEMBER_METADATA_VALUE_KEY_VALUE = (
-    "key string 0+",
-    "value string 0+",
-)
-STREAMS_GROUP_MEMBER_METADATA_VALUE = message(
+STREAMS_GROUP_MEMBER_METADATA_VALUE = Message(
     "StreamsGroupMemberMetadataValue",
     "0",
-    flexible="0+",
-    fields=(
-        "instanceId string 0+ ?0+",
-        "rackId string 0+ ?0+",
-        "clientId string 0+",
-        "clientHost string 0+",
-        "rebalanceTimeoutMs int32 0+ =-1",
-        "topologyEpoch int32 0+",
-        "processId string 0+",
-        ("userEndpoint Endpoint 0+ ?0+ =null", _STREAMS_GROUP_MEMBER_METADATA_VALUE_ENDPOINT),
-        ("clientTags []KeyValue 0+", _STREAMS_GROUP_MEMBER_METADATA_VALUE_KEY_VALUE),
-    ),
+    "0+",
+    """
+instanceId string ? =""
+rackId string ? =""
+clientId string
+clientHost string
+rebalanceTimeoutMs int32 =-1
+topologyEpoch int32
+processId string
+userEndpoint {} ? =null
+  host string
+  port uint16
+clientTags []
+  key string
+  value string
+""",
 )
 
-STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE = message(
+STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE = Message(
     "StreamsGroupTargetAssignmentMetadataValue",
     "0",
-    flexible="0+",
-    fields=(
-        "assignmentEpoch int32 0+",
-        "assignmentTimestamp int64 0+ #0@0+ =0",
-    ),
+    "0+",
+    """
+assignmentEpoch int32
+assignmentTimestamp int64 tag=0 =0
+""",
 )
 
-_STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE_TASK_IDS = (
-    "subtopologyId string 0+",
-    "partitions []int32 0+",
-)
-STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE = message(
+STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE = Message(
     "StreamsGroupTargetAssignmentMemberValue",
     "0",
-    flexible="0+",
-    fields=(
-        ("activeTasks []TaskIds 0+", _STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE_TASK_IDS),
-        ("standbyTasks []TaskIds 0+", _STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE_TASK_IDS),
-        ("warmupTasks []TaskIds 0+", _STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE_TASK_IDS),
-    ),
+    "0+",
+    """
+activeTasks []
+  subtopologyId string
+  partitions [int32]
+standbyTasks []
+  subtopologyId string
+  partitions [int32]
+warmupTasks []
+  subtopologyId string
+  partitions [int32]
+""",
 )
 
-_STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE_TASK_IDS = (
-    "subtopologyId string 0+",
-    "partitions []int32 0+",
-    "assignmentEpochs []int32 0+ ?0+ #0@0+",
-)
-STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE = message(
+STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE = Message(
     "StreamsGroupCurrentMemberAssignmentValue",
     "0",
-    flexible="0+",
-    fields=(
-        "memberEpoch int32 0+",
-        "previousMemberEpoch int32 0+",
-        "state int8 0+",
-        ("activeTasks []TaskIds 0+", _STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE_TASK_IDS),
-        ("standbyTasks []TaskIds 0+", _STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE_TASK_IDS),
-        ("warmupTasks []TaskIds 0+", _STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE_TASK_IDS),
-        (
-            "activeTasksPendingRevocation []TaskIds 0+",
-            _STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE_TASK_IDS,
-        ),
-        (
-            "standbyTasksPendingRevocation []TaskIds 0+",
-            _STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE_TASK_IDS,
-        ),
-        (
-            "warmupTasksPendingRevocation []TaskIds 0+",
-            _STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE_TASK_IDS,
-        ),
-    ),
+    "0+",
+    """
+memberEpoch int32
+previousMemberEpoch int32
+state int8
+activeTasks []
+  subtopologyId string
+  partitions [int32]
+  assignmentEpochs [int32] ? tag=0 =[]
+standbyTasks []
+  subtopologyId string
+  partitions [int32]
+  assignmentEpochs [int32] ? tag=0 =[]
+warmupTasks []
+  subtopologyId string
+  partitions [int32]
+  assignmentEpochs [int32] ? tag=0 =[]
+activeTasksPendingRevocation []
+  subtopologyId string
+  partitions [int32]
+  assignmentEpochs [int32] ? tag=0 =[]
+standbyTasksPendingRevocation []
+  subtopologyId string
+  partitions [int32]
+  assignmentEpochs [int32] ? tag=0 =[]
+warmupTasksPendingRevocation []
+  subtopologyId string
+  partitions [int32]
+  assignmentEpochs [int32] ? tag=0 =[]
+""",
 )
 
-_STREAMS_GROUP_TOPOLOGY_VALUE_TOPIC_CONFIG = (
-    "key string 0+",
-    "value string 0+",
-)
-_STREAMS_GROUP_TOPOLOGY_VALUE_TOPIC_INFO = (
-    "name string 0+",
-    "partitions int32 0+",
-    "replicationFactor int16 0+",
-    ("topicConfigs []TopicConfig 0+", _STREAMS_GROUP_TOPOLOGY_VALUE_TOPIC_CONFIG),
-)
-STREAMS_GROUP_TOPOLOGY_VALUE = message(
+STREAMS_GROUP_TOPOLOGY_VALUE = Message(
     "StreamsGroupTopologyValue",
     "0",
-    flexible="0+",
-    fields=(
-        "epoch int32 0+",
-        (
-            "subtopologies []Subtopology 0+",
-            (
-                "subtopologyId string 0+",
-                "sourceTopics []string 0+",
-                "sourceTopicRegex []string 0+",
-                ("stateChangelogTopics []TopicInfo 0+", _STREAMS_GROUP_TOPOLOGY_VALUE_TOPIC_INFO),
-                "repartitionSinkTopics []string 0+",
-                (
-                    "repartitionSourceTopics []TopicInfo 0+",
-                    _STREAMS_GROUP_TOPOLOGY_VALUE_TOPIC_INFO,
-                ),
-                (
-                    "copartitionGroups []CopartitionGroup 0+",
-                    (
-                        "sourceTopics []int16 0+",
-                        "sourceTopicRegex []int16 0+",
-                        "repartitionSourceTopics []int16 0+",
-                    ),
-                ),
-            ),
-        ),
-    ),
+    "0+",
+    """
+epoch int32
+subtopologies []
+  subtopologyId string
+  sourceTopics [string]
+  sourceTopicRegex [string]
+  stateChangelogTopics []
+    name string
+    partitions int32
+    replicationFactor int16
+    topicConfigs []
+      key string
+      value string
+  repartitionSinkTopics [string]
+  repartitionSourceTopics []
+    name string
+    partitions int32
+    replicationFactor int16
+    topicConfigs []
+      key string
+      value string
+  copartitionGroups []
+    sourceTopics [int16]
+    sourceTopicRegex [int16]
+    repartitionSourceTopics [int16]
+""",
 )

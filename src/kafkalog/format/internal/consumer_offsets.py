@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from ..message import Message, read_message
 from . import _group_schemas as g
 from . import _share_streams_schemas as ss
 from .result import (
@@ -34,7 +35,6 @@ from .result import (
     decode_body,
     malformed,
 )
-from .schema import Message, message, read_message
 
 __all__ = [
     "CONSUMER_OFFSETS_RECORD_TYPES",
@@ -61,7 +61,7 @@ class _RecordType:
 
 def _key(name: str, *fields: str) -> Message:
     # Keys are never versioned beyond their type and never flexible; read them at version 0.
-    return message(name, "0+", flexible="none", fields=tuple(f"{f} 0+" for f in fields))
+    return Message(name, "0+", "none", "\n".join(fields))
 
 
 _OFFSET_KEY = _key("OffsetCommitKey", "group string", "topic string", "partition int32")

@@ -20,9 +20,9 @@ import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..message import write_message
 from . import _group_schemas as g
 from .consumer_offsets import _GROUP, _OFFSET_KEY
-from .schema_writer import write_message
 
 __all__ = [
     "GROUP_METADATA_KEY_TYPE",

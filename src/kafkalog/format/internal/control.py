@@ -19,8 +19,8 @@ from __future__ import annotations
 import struct
 
 from ..constants import ControlRecordType
+from ..message import Message
 from .result import NO_VERSION, DecodedMessage, as_bytes, decode_body, malformed
-from .schema import message
 
 __all__ = ["UNKNOWN_CONTROL_TYPE", "decode_control_key", "decode_control_value"]
 
@@ -30,54 +30,68 @@ _I16 = struct.Struct(">h")
 _KEY = struct.Struct(">hh")
 _MARKER = struct.Struct(">hi")
 
-_VOTER = ("voterId int32 0+", "voterDirectoryId uuid 1+")
-
-LEADER_CHANGE_MESSAGE = message(
+LEADER_CHANGE_MESSAGE = Message(
     "LeaderChangeMessage",
     "0-1",
-    flexible="0+",
-    fields=(
-        "version int16 0+",
-        "leaderId int32 0+",
-        ("voters []Voter 0+", _VOTER),
-        ("grantingVoters []Voter 0+", _VOTER),
-    ),
+    "0+",
+    """
+version int16
+leaderId int32
+voters []
+  voterId int32
+  voterDirectoryId uuid 1+
+grantingVoters []
+  voterId int32
+  voterDirectoryId uuid 1+
+""",
 )
 
-SNAPSHOT_HEADER_RECORD = message(
+SNAPSHOT_HEADER_RECORD = Message(
     "SnapshotHeaderRecord",
     "0",
-    flexible="0+",
-    fields=("version int16 0+", "lastContainedLogTimestamp int64 0+"),
+    "0+",
+    """
+version int16
+lastContainedLogTimestamp int64
+""",
 )
 
-SNAPSHOT_FOOTER_RECORD = message(
-    "SnapshotFooterRecord", "0", flexible="0+", fields=("version int16 0+",)
+SNAPSHOT_FOOTER_RECORD = Message(
+    "SnapshotFooterRecord",
+    "0",
+    "0+",
+    """
+version int16
+""",
 )
 
-KRAFT_VERSION_RECORD = message(
-    "KRaftVersionRecord", "0", flexible="0+", fields=("version int16 0+", "kRaftVersion int16 0+")
+KRAFT_VERSION_RECORD = Message(
+    "KRaftVersionRecord",
+    "0",
+    "0+",
+    """
+version int16
+kRaftVersion int16
+""",
 )
 
-VOTERS_RECORD = message(
+VOTERS_RECORD = Message(
     "VotersRecord",
     "0",
-    flexible="0+",
-    fields=(
-        "version int16 0+",
-        (
-            "voters []Voter 0+",
-            (
-                "voterId int32 0+",
-                "voterDirectoryId uuid 0+",
-                ("endpoints []Endpoint 0+", ("name string 0+", "host string 0+", "port uint16 0+")),
-                (
-                    "kRaftVersionFeature KRaftVersionFeature 0+",
-                    ("minSupportedVersion int16 0+", "maxSupportedVersion int16 0+"),
-                ),
-            ),
-        ),
-    ),
+    "0+",
+    """
+version int16
+voters []
+  voterId int32
+  voterDirectoryId uuid
+  endpoints []
+    name string
+    host string
+    port uint16
+  kRaftVersionFeature {}
+    minSupportedVersion int16
+    maxSupportedVersion int16
+""",
 )
 
 _QUORUM_SCHEMAS = {

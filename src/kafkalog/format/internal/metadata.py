@@ -16,10 +16,10 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from ...errors import CorruptRecordError
+from ..message import MAX_VERSION, Message
 from ..varint import decode_unsigned_varint
 from . import _metadata_schemas as s
 from .result import NO_VERSION, DecodedMessage, as_bytes, decode_body, malformed
-from .schema import MAX_VERSION, Message
 
 __all__ = ["METADATA_RECORD_TYPES", "decode_metadata_record", "metadata_record_schema"]
 

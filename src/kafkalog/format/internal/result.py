@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ...errors import CorruptRecordError
-from .schema import Message, read_message
+from ..message import Message, read_message
 
 __all__ = ["NO_VERSION", "DecodedMessage", "to_json_safe", "uuid_to_kafka_string"]
 

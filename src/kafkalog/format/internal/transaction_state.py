@@ -18,8 +18,8 @@ import struct
 from collections.abc import Mapping
 from types import MappingProxyType
 
+from ..message import Message
 from .result import NO_VERSION, DecodedMessage, as_bytes, decode_body, malformed
-from .schema import message
 
 __all__ = [
     "TRANSACTION_STATUSES",
@@ -43,30 +43,34 @@ TRANSACTION_STATUSES: Mapping[int, str] = MappingProxyType(
     }
 )
 
-TRANSACTION_LOG_KEY = message(
-    "TransactionLogKey", "0", flexible="none", fields=("transactionalId string 0",)
+TRANSACTION_LOG_KEY = Message(
+    "TransactionLogKey",
+    "0",
+    "none",
+    """
+transactionalId string 0
+""",
 )
 
-TRANSACTION_LOG_VALUE = message(
+TRANSACTION_LOG_VALUE = Message(
     "TransactionLogValue",
     "0-1",
-    flexible="1+",
-    fields=(
-        "producerId int64 0+",
-        "previousProducerId int64 1+ #0@1+ =-1",
-        "nextProducerId int64 1+ #1@1+ =-1",
-        "producerEpoch int16 0+",
-        "nextProducerEpoch int16 1+ #3@1+ =-1",
-        "transactionTimeoutMs int32 0+",
-        "transactionStatus int8 0+",
-        (
-            "transactionPartitions []PartitionsSchema 0+ ?0+",
-            ("topic string 0+", "partitionIds []int32 0+"),
-        ),
-        "transactionLastUpdateTimestampMs int64 0+",
-        "transactionStartTimestampMs int64 0+",
-        "clientTransactionVersion int16 1+ #2@1+ =0",
-    ),
+    "1+",
+    """
+producerId int64
+previousProducerId int64 1+ tag=0 =-1
+nextProducerId int64 1+ tag=1 =-1
+producerEpoch int16
+nextProducerEpoch int16 1+ tag=3 =-1
+transactionTimeoutMs int32
+transactionStatus int8
+transactionPartitions [] ? =[]
+  topic string
+  partitionIds [int32]
+transactionLastUpdateTimestampMs int64
+transactionStartTimestampMs int64
+clientTransactionVersion int16 1+ tag=2 =0
+""",
 )
 
 _I16 = struct.Struct(">h")

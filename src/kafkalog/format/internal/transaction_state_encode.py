@@ -12,7 +12,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable
 
-from .schema_writer import write_message
+from ..message import write_message
 from .transaction_state import TRANSACTION_LOG_KEY, TRANSACTION_LOG_VALUE
 
 __all__ = [

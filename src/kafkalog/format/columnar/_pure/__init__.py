@@ -1,0 +1,1 @@
+"""The pure-Python twins of the compiled kernels (the reference the C code must match)."""

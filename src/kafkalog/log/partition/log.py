@@ -1,0 +1,616 @@
+"""One partition's log: segments, appends with Kafka's validation, reads, roll, flush, truncation
+and retention (Kafka's UnifiedLog and LocalLog, for a single node).
+
+With one replica the high watermark is the log end offset, so everything appended is committed;
+the last stable offset is where the first open transaction starts. Appends go to the active
+(last) segment, which rolls by size, age, full index or offset overflow. ``flush`` fsyncs and moves
+the recovery point, the offset from which recovery re-checks the log after an unclean shutdown.
+"""
+
+from __future__ import annotations
+
+import os
+from bisect import bisect_right
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from ...errors import CorruptRecordError, KafkalogError
+from ...format import Batch
+from ...format.constants import NO_TIMESTAMP
+from ...format.validate import AppendOrigin, LogValidatorConfig, validate_records
+from ..clock import Clock, SystemClock
+from ..datadir import DELETED_FILE_SUFFIX, parse_partition_dir_name
+from ..producer import ProducerStateManager
+from ..segment import (
+    AbortedTxn,
+    FetchDataInfo,
+    LogOffsetMetadata,
+    LogSegment,
+    RollParams,
+    TimestampAndOffset,
+    walk_append,
+    walk_validated,
+)
+from .config import LogConfig
+from .leader_epoch import LeaderEpochFileCache
+from .loader import load_segments
+
+__all__ = [
+    "EARLIEST_TIMESTAMP",
+    "LATEST_TIMESTAMP",
+    "MAX_TIMESTAMP",
+    "Log",
+    "LogAppendInfo",
+    "OffsetOutOfRangeError",
+]
+
+EARLIEST_TIMESTAMP = -2  # ListOffsets sentinels
+LATEST_TIMESTAMP = -1
+MAX_TIMESTAMP = -3
+READ_UNCOMMITTED, READ_COMMITTED = "read_uncommitted", "read_committed"
+
+
+def _fsync_directory(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+class OffsetOutOfRangeError(KafkalogError, ValueError):
+    code = 1  # OFFSET_OUT_OF_RANGE
+
+
+@dataclass(frozen=True, slots=True)
+class LogAppendInfo:
+    """Where an append went; ``duplicate`` when a retried batch was answered from the log."""
+
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+    log_append_time: int
+    valid_bytes: int
+    duplicate: bool = False
+
+
+def validator_config(config: LogConfig) -> LogValidatorConfig:
+    codec = config.compression
+    return LogValidatorConfig(
+        compression="producer" if codec is None else codec,
+        compression_level=config.compression_level,
+        timestamp_type=config.timestamp_type,
+        timestamp_before_max_ms=config["message.timestamp.before.max.ms"],
+        timestamp_after_max_ms=config["message.timestamp.after.max.ms"],
+        max_message_bytes=config["max.message.bytes"],
+        compacted=config.compact,
+    )
+
+
+class Log:
+    """A partition directory opened as a log. Use :meth:`open`; read-only unless ``writable``."""
+
+    def __init__(self, directory: Path, config: LogConfig, clock: Clock, writable: bool) -> None:
+        self.dir = directory
+        self.config = config
+        self.clock = clock
+        self.writable = writable
+        try:
+            self.topic_partition = parse_partition_dir_name(directory.name).topic_partition
+        except KafkalogError:
+            self.topic_partition = None
+        self.segments: list[LogSegment] = []
+        self.log_start_offset = 0
+        self.recovery_point = 0
+        self.load_notes: list[str] = []
+        self.leader_epoch_cache = LeaderEpochFileCache(directory, writable=writable)
+        self._producer_state: ProducerStateManager | None = None
+        self._log_end_offset = 0
+        # A read-only log whose last segment cannot be read to its end: where reads stop.
+        self._readable_end: int | None = None
+        self._unflushed = 0
+        self._last_flush_ms = clock.milliseconds()
+        self._validator_config: tuple[LogConfig | None, LogValidatorConfig | None] = (None, None)
+
+    @classmethod
+    def open(
+        cls,
+        directory: str | os.PathLike,
+        *,
+        config: LogConfig | None = None,
+        clock: Clock | None = None,
+        writable: bool = False,
+        create: bool = False,
+        log_start_offset: int = 0,
+        recovery_point: int = 0,
+        had_clean_shutdown: bool = True,
+    ) -> Log:
+        directory = Path(directory)
+        if create:
+            if not writable:
+                raise ValueError("create=True needs writable=True")
+            directory.mkdir(parents=True, exist_ok=True)
+        elif not directory.is_dir():
+            raise FileNotFoundError(f"no partition directory {directory}")
+        log = cls(directory, config or LogConfig(), clock or SystemClock(), writable)
+        loaded = load_segments(
+            directory, log.config, log.clock, writable=writable, recovery_point=recovery_point,
+            had_clean_shutdown=had_clean_shutdown, leader_epoch_cache=log.leader_epoch_cache,
+            log_start_offset=log_start_offset,
+        )  # fmt: skip
+        log.segments = loaded.segments
+        log.load_notes = loaded.notes
+        if not log.segments and writable:
+            log.segments = [
+                LogSegment.open(directory, log_start_offset, log.config, log.clock,
+                                writable=True, file_already_exists=False)
+            ]  # fmt: skip
+        first_base = log.segments[0].base_offset if log.segments else log_start_offset
+        log.log_start_offset = max(log_start_offset, first_base)
+        if loaded.next_offset is not None and log.segments:
+            log._log_end_offset = loaded.next_offset
+        else:
+            log._log_end_offset = log._read_log_end_offset() if log.segments else first_base
+        log.recovery_point = (
+            log._log_end_offset
+            if not had_clean_shutdown or loaded.recovered
+            else min(max(recovery_point, log.log_start_offset), log._log_end_offset)
+        )
+        if writable:
+            # Indexes were trimmed when the segment was closed: give the active one its room
+            # back, or the next append would find them full and roll (Kafka's LogLoader does
+            # the same).
+            log.active_segment.resize_indexes(log.config["segment.index.bytes"])
+            log.leader_epoch_cache.truncate_from_end(log._log_end_offset)
+            log.leader_epoch_cache.truncate_from_start(log.log_start_offset)
+            log._load_producer_state()
+        return log
+
+    def _read_log_end_offset(self) -> int:
+        """The offset after the active segment's last complete batch.
+
+        A read-only log of a damaged disk still opens: the end is where the readable batches
+        end, and the damage is noted in :attr:`load_notes` (writable opening recovers instead).
+        """
+        segment = self.active_segment
+        try:
+            return segment.read_next_offset()
+        except CorruptRecordError as e:
+            if self.writable:
+                raise
+            next_offset, end = segment.base_offset, segment.log.start
+            try:
+                for batch in segment.log.batches():
+                    next_offset, end = batch.next_offset, batch.position + batch.size_in_bytes
+            except CorruptRecordError:
+                pass
+            self._readable_end = end
+            self.load_notes.append(
+                f"{os.path.basename(segment.log.path)}: readable up to offset {next_offset} "
+                f"(position {end}): {e}"
+            )
+            return next_offset
+
+    # -- state -------------------------------------------------------------------------------------
+    @property
+    def active_segment(self) -> LogSegment:
+        if not self.segments:
+            raise KafkalogError(f"{self.dir} has no segments", path=str(self.dir))
+        return self.segments[-1]
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._log_end_offset
+
+    @property
+    def high_watermark(self) -> int:
+        return self._log_end_offset  # a single replica: everything appended is committed
+
+    @property
+    def producer_state(self) -> ProducerStateManager:
+        if self._producer_state is None:
+            self._load_producer_state()
+        return self._producer_state
+
+    def _load_producer_state(self) -> None:
+        state = ProducerStateManager(
+            self.dir,
+            clock=self.clock,
+            writable=self.writable,
+            topic_partition=str(self.topic_partition or self.dir.name),
+        )
+        state.truncate_and_reload(self.log_start_offset, self._log_end_offset)
+        for batch in self.batches(state.map_end_offset):
+            if batch.last_offset >= state.map_end_offset:
+                state.replay_batch(batch)
+        state.update_map_end_offset(self._log_end_offset)
+        state.on_high_watermark_updated(self.high_watermark)
+        self._producer_state = state
+
+    @property
+    def last_stable_offset(self) -> int:
+        first_unstable = self.producer_state.first_unstable_offset()
+        return (
+            self.high_watermark
+            if first_unstable is None
+            else min(first_unstable, self.high_watermark)
+        )
+
+    def size_in_bytes(self) -> int:
+        return sum(s.size() for s in self.segments)
+
+    def _check_writable(self) -> None:
+        if not self.writable:
+            raise PermissionError(f"{self.dir} is open read-only")
+
+    # -- appending ---------------------------------------------------------------------------------
+    def append_as_leader(
+        self, records, *, leader_epoch: int = 0, origin: AppendOrigin = AppendOrigin.CLIENT
+    ) -> LogAppendInfo:
+        """Validate client ``records`` as a broker does, assign offsets, append."""
+        self._check_writable()
+        now = self.clock.milliseconds()
+        if self._validator_config[0] is not self.config:  # LogConfig objects never change
+            self._validator_config = (self.config, validator_config(self.config))
+        result = validate_records(
+            records, self._validator_config[1], next_offset=self._log_end_offset,
+            partition_leader_epoch=leader_epoch, now_ms=now, origin=origin,
+            topic_partition=str(self.topic_partition or self.dir.name),
+        )  # fmt: skip
+        parts = result.validated_parts
+        summaries, producers = walk_validated(parts)
+        analysis = self.producer_state.analyze_batches(producers, origin=origin)
+        if analysis.duplicate is not None:
+            d = analysis.duplicate
+            return LogAppendInfo(d.first_offset, d.last_offset, d.timestamp,
+                                 result.log_append_time_ms, 0, duplicate=True)  # fmt: skip
+        self._append(parts, result.first_offset, result.last_offset, result.max_timestamp,
+                     analysis, summaries)  # fmt: skip
+        if leader_epoch >= 0:
+            latest = self.leader_epoch_cache.latest_epoch()
+            if latest is None or leader_epoch > latest:
+                self.leader_epoch_cache.assign(leader_epoch, result.first_offset)
+        return LogAppendInfo(
+            result.first_offset,
+            result.last_offset,
+            result.max_timestamp,
+            result.log_append_time_ms,
+            result.validated_size,
+        )
+
+    def append_as_follower(self, records) -> LogAppendInfo:
+        """Append batches whose offsets are already assigned (replication, a DataFrame writer).
+
+        Each batch must pass its CRC check and start at or after the log end offset. A partial
+        batch at the end (a fetch response cut inside a batch) is not appended, as Kafka trims
+        it; ``valid_bytes`` of the result says how many bytes were.
+        """
+        self._check_writable()
+        data = records if isinstance(records, bytes) else bytes(records)
+        offsets, summaries, producers, valid_bytes = walk_append(memoryview(data), check_crc=True)
+        if not offsets:
+            raise KafkalogError("nothing to append: no complete batch", path=str(self.dir))
+        expected = self._log_end_offset
+        latest = self.leader_epoch_cache.latest_epoch()
+        max_ts = NO_TIMESTAMP
+        for base, last, timestamp, epoch in offsets:
+            if base < expected:
+                raise KafkalogError(
+                    f"Out of order offsets: batch at offset {base} appended to "
+                    f"{self.dir} after offset {expected - 1}",
+                    offset=base, path=str(self.dir),
+                )  # fmt: skip
+            if epoch >= 0 and (latest is None or epoch > latest):
+                self.leader_epoch_cache.assign(epoch, base)
+                latest = epoch
+            expected = last + 1
+            if timestamp > max_ts:
+                max_ts = timestamp
+        first, last = offsets[0][0], expected - 1
+        analysis = self.producer_state.analyze_batches(producers, origin=AppendOrigin.REPLICATION)
+        valid = data if valid_bytes == len(data) else data[:valid_bytes]
+        self._append((valid,), first, last, max_ts, analysis, summaries)
+        return LogAppendInfo(first, last, max_ts, NO_TIMESTAMP, valid_bytes)
+
+    def _append(
+        self, parts: tuple, first: int, last: int, max_ts: int, analysis, summaries: list
+    ) -> None:
+        segment = self._maybe_roll(sum(len(part) for part in parts), max_ts, last)
+        segment.append_summarized(last, parts, summaries)
+        self._log_end_offset = last + 1
+        state = self.producer_state
+        if analysis.updated_producers or analysis.completed_txns:
+            for txn, lso in state.apply_append(analysis, self._log_end_offset):
+                segment.update_txn_index(txn, lso)
+        else:
+            state.update_map_end_offset(self._log_end_offset)
+        state.on_high_watermark_updated(self.high_watermark)
+        self._unflushed += last - first + 1
+        now = self.clock.milliseconds()
+        if (self._unflushed >= self.config["flush.messages"]
+                or now - self._last_flush_ms >= self.config["flush.ms"]):  # fmt: skip
+            self.flush()
+
+    def _maybe_roll(self, size: int, max_ts: int, max_offset: int) -> LogSegment:
+        segment = self.active_segment
+        params = RollParams(
+            max_segment_ms=self.config["segment.ms"], max_segment_bytes=self.config.segment_size,
+            max_timestamp_in_messages=max_ts, max_offset_in_messages=max_offset,
+            messages_size=size, now=self.clock.milliseconds(),
+        )  # fmt: skip
+        if segment.should_roll(params):
+            return self.roll()
+        return segment
+
+    def roll(self) -> LogSegment:
+        """Start a new segment at the log end offset (the old one's indexes are trimmed)."""
+        self._check_writable()
+        new_base = self._log_end_offset
+        active = self.active_segment
+        if active.base_offset == new_base and active.size() == 0:
+            return active  # rolling an empty segment changes nothing
+        active.on_become_inactive_segment()
+        self.producer_state.update_map_end_offset(new_base)
+        self.producer_state.take_snapshot()
+        segment = LogSegment.open(self.dir, new_base, self.config, self.clock, writable=True,
+                                  file_already_exists=False)  # fmt: skip
+        self.segments.append(segment)
+        return segment
+
+    def flush(self, offset: int | None = None) -> None:
+        """fsync every segment holding offsets below ``offset`` (default: everything)."""
+        self._check_writable()
+        upto = self._log_end_offset if offset is None else min(offset, self._log_end_offset)
+        new_segment = False
+        for segment in self.segments:
+            next_base = self._next_base(segment)
+            if next_base is not None and next_base <= self.recovery_point:
+                continue
+            if segment.base_offset < upto:
+                segment.flush()
+                new_segment = new_segment or segment.base_offset >= self.recovery_point
+        if new_segment:
+            # A segment created since the last flush: its directory entry must be durable
+            # too, or a power cut could lose the whole file (Kafka's LocalLog.flush).
+            _fsync_directory(self.dir)
+        # (The leader epoch cache needs nothing here: it writes its checkpoint, atomically and
+        # fsynced, whenever it changes.)
+        self.recovery_point = max(self.recovery_point, upto)
+        self._unflushed = 0
+        self._last_flush_ms = self.clock.milliseconds()
+
+    def _next_base(self, segment: LogSegment) -> int | None:
+        i = self.segments.index(segment)
+        return self.segments[i + 1].base_offset if i + 1 < len(self.segments) else None
+
+    # -- reading -----------------------------------------------------------------------------------
+    def segment_for(self, offset: int) -> LogSegment | None:
+        """The segment whose range holds ``offset`` (the last with base <= offset)."""
+        bases = [s.base_offset for s in self.segments]
+        i = bisect_right(bases, offset) - 1
+        return self.segments[i] if i >= 0 else None
+
+    def batches(self, start_offset: int = 0) -> Iterator[Batch]:
+        """Every batch whose last offset >= ``start_offset``, across segments."""
+        if start_offset >= self._log_end_offset and self._readable_end is not None:
+            return  # nothing to find, and the walk would reach the unreadable end
+        first = self.segment_for(max(start_offset, 0))
+        started = first is None
+        for segment in self.segments:
+            if not started and segment is not first:
+                continue
+            started = True
+            found = segment.translate_offset(start_offset) if segment is first else None
+            position = found.position if found is not None else 0
+            if segment is first and found is None:
+                continue
+            records = segment.log
+            if self._readable_end is not None and segment is self.active_segment:
+                records = records.slice(records.start, self._readable_end)  # not the damage
+            yield from records.batches(position)
+
+    def read(
+        self,
+        start_offset: int,
+        max_length: int,
+        *,
+        isolation: str = READ_UNCOMMITTED,
+        min_one_message: bool = True,
+    ) -> FetchDataInfo:
+        """Up to ``max_length`` bytes of whole batches from ``start_offset`` (Kafka's Log.read)."""
+        if start_offset < self.log_start_offset or start_offset > self._log_end_offset:
+            raise OffsetOutOfRangeError(
+                f"Received request for offset {start_offset} for partition "
+                f"{self.topic_partition}, but we only have log segments in the range "
+                f"{self.log_start_offset} to {self._log_end_offset}.",
+                offset=start_offset, path=str(self.dir),
+            )  # fmt: skip
+        upper = self.last_stable_offset if isolation == READ_COMMITTED else self.high_watermark
+        if start_offset >= upper:
+            # Nothing readable at or past the bound (a read_committed fetch at or beyond the
+            # LSO): empty, as Kafka's LocalLog.read; no window may reach past the bound.
+            aborted = () if isolation == READ_COMMITTED else None
+            return FetchDataInfo(LogOffsetMetadata(start_offset), None, False, aborted)
+        segment = self.segment_for(start_offset)
+        while segment is not None:
+            max_position = None
+            if segment is self.active_segment or self._next_base(segment) > upper:
+                found = segment.translate_offset(upper) if upper < self._log_end_offset else None
+                max_position = found.position if found is not None else segment.size()
+                if self._readable_end is not None and segment is self.active_segment:
+                    max_position = min(max_position, self._readable_end)
+            info = segment.read(start_offset, max_length, max_position,
+                                min_one_message=min_one_message)  # fmt: skip
+            if info is not None:
+                if isolation == READ_COMMITTED:
+                    aborted = self._collect_aborted(start_offset, upper)
+                    return FetchDataInfo(info.fetch_offset_metadata, info.records,
+                                         info.first_entry_incomplete, aborted)  # fmt: skip
+                return info
+            i = self.segments.index(segment)
+            segment = self.segments[i + 1] if i + 1 < len(self.segments) else None
+        return FetchDataInfo(LogOffsetMetadata(start_offset), None)
+
+    def _collect_aborted(self, start_offset: int, upper: int) -> tuple[AbortedTxn, ...]:
+        found: list[AbortedTxn] = []
+        first = self.segment_for(start_offset)
+        for segment in self.segments[self.segments.index(first) :]:
+            result = segment.collect_aborted_txns(start_offset, upper)
+            found.extend(result.aborted_txns)
+            if result.is_complete:
+                break
+        return tuple(found)
+
+    def fetch_offset_by_timestamp(self, timestamp: int) -> TimestampAndOffset | None:
+        """ListOffsets: earliest (-2), latest (-1), max timestamp (-3) or the first >= timestamp."""
+        if timestamp == EARLIEST_TIMESTAMP:
+            return TimestampAndOffset(NO_TIMESTAMP, self.log_start_offset)
+        if timestamp == LATEST_TIMESTAMP:
+            return TimestampAndOffset(NO_TIMESTAMP, self._log_end_offset)
+        if timestamp == MAX_TIMESTAMP:
+            return self._max_timestamp_offset()
+        for segment in self.segments:
+            if segment.largest_timestamp() >= timestamp:
+                found = segment.find_offset_by_timestamp(timestamp, self.log_start_offset)
+                if found is not None:
+                    return found
+        return None
+
+    def _max_timestamp_offset(self) -> TimestampAndOffset | None:
+        """The max-timestamp spec (-3, KIP-734) as Kafka 3.8+ answers it
+        (UnifiedLog.fetchOffsetByTimestamp): the first segment holding the largest timestamp,
+        the first batch there whose max timestamp it is, and that batch's first record carrying
+        it (RecordBatch.offsetOfMaxTimestamp): of the records sharing the largest timestamp, the
+        first. Kafka looks neither at the log start offset nor past that segment, and neither
+        does this. None for a log without timestamps."""
+        best, best_timestamp = None, NO_TIMESTAMP
+        for segment in self.segments:
+            largest = segment.max_timestamp_so_far()
+            if largest > best_timestamp:  # strictly: the first segment reaching it
+                best, best_timestamp = segment, largest
+        if best is None:
+            return None
+        # The first record at or past the largest timestamp is the first carrying it (none in
+        # the segment is larger); the segment's time index takes the search to its batch.
+        return best.find_offset_by_timestamp(best_timestamp, best.base_offset)
+
+    # -- truncation and retention ------------------------------------------------------------------
+    def truncate_to(self, offset: int) -> None:
+        """Remove everything at and after ``offset`` (a follower's divergent tail)."""
+        self._check_writable()
+        if offset >= self._log_end_offset:
+            return
+        if offset < self.log_start_offset:
+            offset = self.log_start_offset
+        while len(self.segments) > 1 and self.segments[-1].base_offset >= offset:
+            self.segments.pop().delete_if_exists()
+        self.active_segment.truncate_to(offset)
+        self._log_end_offset = self.active_segment.read_next_offset()
+        self.recovery_point = min(self.recovery_point, self._log_end_offset)
+        self.leader_epoch_cache.truncate_from_end(self._log_end_offset)
+        self._producer_state = None  # reloaded from snapshots and replay on next use
+
+    def increment_log_start_offset(self, new_start: int) -> int:
+        """DeleteRecords: records below ``new_start`` become invisible, whole segments go."""
+        self._check_writable()
+        if new_start > self.high_watermark:
+            raise OffsetOutOfRangeError(
+                f"Cannot increment the log start offset to {new_start} of partition "
+                f"{self.topic_partition} since it is larger than the high watermark "
+                f"{self.high_watermark}", offset=new_start, path=str(self.dir))  # fmt: skip
+        if new_start > self.log_start_offset:
+            self.log_start_offset = new_start
+            self.leader_epoch_cache.truncate_from_start(new_start)
+            self.producer_state.on_log_start_offset_incremented(new_start)
+            self._delete_segments(lambda seg, nxt: nxt <= new_start,
+                                  "below the log start offset")  # fmt: skip
+        return self.log_start_offset
+
+    def delete_old_segments(
+        self, *, delete_later: Callable[[LogSegment], None] | None = None
+    ) -> list[str]:
+        """Retention now: by log start offset, time (retention.ms) and size (retention.bytes).
+
+        The segments are renamed ``.deleted`` and removed at once, or, given ``delete_later``,
+        handed to it to be removed later (a broker keeps them for file.delete.delay.ms: Kafka's
+        asyncDelete in LocalLog.deleteSegmentFiles).
+        """
+        self._check_writable()
+        deleted = self._delete_segments(
+            lambda seg, nxt: nxt <= self.log_start_offset,
+            "below the log start offset", delete_later)  # fmt: skip
+        if not self.config.delete:
+            return deleted
+        retention_ms = self.config["retention.ms"]
+        if retention_ms >= 0:
+            now = self.clock.milliseconds()
+            deleted += self._delete_segments(
+                lambda seg, nxt: now - seg.largest_timestamp() > retention_ms,
+                f"older than retention.ms={retention_ms}", delete_later)  # fmt: skip
+        retention_bytes = self.config["retention.bytes"]
+        if retention_bytes >= 0:
+            excess = self.size_in_bytes() - retention_bytes
+
+            def over(seg: LogSegment, nxt: int) -> bool:
+                nonlocal excess
+                if excess - seg.size() >= 0:
+                    excess -= seg.size()
+                    return True
+                return False
+
+            deleted += self._delete_segments(
+                over, f"beyond retention.bytes={retention_bytes}", delete_later
+            )
+        return deleted
+
+    def _delete_segments(self, predicate, why: str, delete_later=None) -> list[str]:
+        """Delete the oldest segments while ``predicate(segment, next base)`` holds.
+
+        The active segment is only deleted when it is not empty, after rolling a new one, so
+        the log keeps its end offset (Kafka's deleteSegments).
+        """
+        doomed: list[LogSegment] = []
+        for i, segment in enumerate(self.segments):
+            is_active = i + 1 == len(self.segments)
+            next_base = self._log_end_offset if is_active else self.segments[i + 1].base_offset
+            if (is_active and segment.size() == 0) or not predicate(segment, next_base):
+                break
+            doomed.append(segment)
+        if not doomed:
+            return []
+        if doomed[-1] is self.active_segment:
+            self.roll()
+        names = []
+        for segment in doomed:
+            self.segments.remove(segment)
+            segment.change_file_suffixes("", DELETED_FILE_SUFFIX)
+            names.append(f"{os.path.basename(segment.log.path)} ({why})")
+            if delete_later is None:
+                segment.delete_if_exists()
+            else:
+                delete_later(segment)
+        self.log_start_offset = max(self.log_start_offset, self.segments[0].base_offset)
+        self.leader_epoch_cache.truncate_from_start(self.log_start_offset)
+        self.producer_state.on_log_start_offset_incremented(self.log_start_offset)
+        self.producer_state.delete_snapshots_before(self.segments[0].base_offset)
+        return names
+
+    # -- closing -----------------------------------------------------------------------------------
+    def close(self) -> None:
+        """Snapshot producer state and close every segment (indexes trimmed when writable)."""
+        if self.writable and self.segments:
+            self.producer_state.update_map_end_offset(self._log_end_offset)
+            self.producer_state.take_snapshot()
+        for segment in self.segments:
+            segment.close()
+
+    def __enter__(self) -> Log:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return (f"Log({self.dir}, start={self.log_start_offset}, end={self._log_end_offset}, "
+                f"segments={len(self.segments)})")  # fmt: skip

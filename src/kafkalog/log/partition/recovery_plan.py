@@ -1,0 +1,480 @@
+"""What opening a partition directory for writing would change, worked out without changing it.
+
+``kafkalog recover`` runs Kafka's recovery (:mod:`.loader`) only with ``--apply``; by default it
+prints this plan. The plan takes the loader's decisions step by step, on files opened read-only:
+
+1. leftovers (``.deleted``, ``.cleaned``, swaps of an unfinished clean) and indexes without a
+   ``.log`` leave the directory (kafkalog moves them to the quarantine where Kafka deletes);
+2. finished cleans (``.swap``) replace the segments they cover and are renamed into place;
+3. a segment whose ``.index`` or ``.timeindex`` is missing or fails Kafka's sanity check (or
+   kafkalog's on the entries' order and range) has its indexes rebuilt, and so has every segment
+   from the recovery point on after an unclean shutdown, or after a clean one when the end of the
+   log cannot be read; rebuilding walks the log and cuts it at the first invalid batch (failed
+   CRC or framing, offsets going back, an offset the segment cannot index, a torn or zero-filled
+   tail);
+4. after a cut, the later segments leave too: the log now ends in the cut segment.
+
+Then the log's bookkeeping follows its new end: leader epochs starting past it are dropped. A
+leader-epoch-checkpoint that cannot be parsed (Kafka's startup fails on it) is rebuilt from the
+batches' partition leader epochs (:mod:`.leader_epoch_repair`).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ...errors import CorruptIndexError, CorruptRecordError, KafkalogError
+from ..clock import SystemClock
+from ..datadir import (
+    DELETED_FILE_SUFFIX,
+    INDEX_FILE_SUFFIX,
+    LEADER_EPOCH_CHECKPOINT,
+    LOG_FILE_SUFFIX,
+    SWAP_FILE_SUFFIX,
+    TIME_INDEX_FILE_SUFFIX,
+    TXN_INDEX_FILE_SUFFIX,
+    log_file,
+    offset_from_file_name,
+    offset_index_file,
+    read_leader_epoch_checkpoint,
+    time_index_file,
+)
+from ..segment import LogSegment, OffsetIndex, TimeIndex, TransactionIndex, ValidPrefixWalk
+from .config import LogConfig
+from .leader_epoch_repair import describe_epochs, leader_epoch_problem, rebuilt_leader_epochs
+from .loader import classify_leftovers
+
+__all__ = [
+    "DROP_SEGMENT",
+    "QUARANTINE",
+    "REBUILD_INDEXES",
+    "REBUILD_LEADER_EPOCHS",
+    "RENAME",
+    "REWRITE_CHECKPOINT",
+    "TRIM_LEADER_EPOCHS",
+    "TRUNCATE",
+    "UNREADABLE_END",
+    "PartitionRecoveryPlan",
+    "RecoveryAction",
+    "ValidPrefix",
+    "plan_recovery",
+    "records_from",
+    "segment_index_problem",
+    "segment_valid_prefix",
+    "zero_filled",
+]
+
+# What an action does to ``path``.
+QUARANTINE = "quarantine"  # moved to kafkalog-quarantine/ (Kafka deletes it)
+RENAME = "rename"  # a finished clean's .swap file takes its final name
+REBUILD_INDEXES = "rebuild-indexes"  # .index, .timeindex and .txnindex written anew from the log
+TRUNCATE = "truncate"  # the .log is cut at ``position``; the cut bytes go to the quarantine
+DROP_SEGMENT = "drop-segment"  # a whole segment after a cut goes to the quarantine
+TRIM_LEADER_EPOCHS = "trim-leader-epochs"  # leader-epoch-checkpoint entries past the new end go
+REBUILD_LEADER_EPOCHS = "rebuild-leader-epochs"  # a malformed leader-epoch-checkpoint rebuilt
+REWRITE_CHECKPOINT = "rewrite-checkpoint"  # a data directory's malformed offset checkpoint
+# Not a change: Kafka's startup fails on the partition; kafkalog's writable opening recovers it
+# as after an unclean shutdown (the plan's other actions).
+UNREADABLE_END = "unreadable-end"
+
+_INDEX_SUFFIXES = (INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX, TXN_INDEX_FILE_SUFFIX)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RecoveryAction:
+    """One change recovery makes, where, and why."""
+
+    action: str
+    path: str
+    reason: str
+    position: int | None = None  # truncate: the byte where the cut falls
+    bytes: int | None = None  # bytes leaving the log (truncate, drop-segment)
+    offset: int | None = None  # the first offset affected, when known
+    records: int | None = None  # records leaving the log (truncate, drop-segment), by headers
+    records_exact: bool = True  # False: the framing breaks, more may go than counted
+
+    def to_dict(self) -> dict:
+        return {
+            "action": self.action,
+            "path": self.path,
+            "position": self.position,
+            "bytes": self.bytes,
+            "offset": self.offset,
+            "records": self.records,
+            "recordsExact": self.records_exact,
+            "reason": self.reason,
+        }
+
+
+@dataclass(slots=True)
+class PartitionRecoveryPlan:
+    """Every change recovering one partition directory would make (none: nothing to do)."""
+
+    directory: str
+    actions: list[RecoveryAction] = field(default_factory=list)
+    recovered_from: int | None = None  # base offset from which segments are re-checked
+    log_end_offset: int | None = None  # after recovery (None: no segment)
+
+    @property
+    def changes(self) -> bool:
+        return any(a.action != UNREADABLE_END for a in self.actions)
+
+    @property
+    def unreadable(self) -> bool:
+        """Opening the log would fail: only a recovery that re-checks the last segment helps."""
+        return any(a.action == UNREADABLE_END for a in self.actions)
+
+    @property
+    def bytes_cut(self) -> int:
+        return sum(a.bytes or 0 for a in self.actions if a.action in (TRUNCATE, DROP_SEGMENT))
+
+
+@dataclass(frozen=True, slots=True)
+class ValidPrefix:
+    """How much of a segment recovery keeps: ``valid_bytes`` of ``size``."""
+
+    valid_bytes: int
+    size: int
+    next_offset: int | None  # after the last valid batch (None: no valid batch)
+    reason: str | None  # why the rest goes (None: nothing goes)
+    first_bad_offset: int | None = None
+    records_cut: int = 0  # records in the bytes that go (see records_from)
+    records_cut_exact: bool = True
+
+
+def segment_valid_prefix(segment: LogSegment) -> ValidPrefix:
+    """The bytes LogSegment.recover keeps, read-only (:class:`.valid_prefix.ValidPrefixWalk`,
+    the walk recovery itself takes), and why the rest goes."""
+    walk = ValidPrefixWalk(segment)
+    for _ in walk:
+        pass
+    valid, reason, bad_offset = walk.valid_bytes, walk.reason, walk.bad_offset
+    size = segment.log.size_in_bytes()
+    if bad_offset is None and valid < size and zero_filled(segment, valid, size):
+        reason = "a zero-filled tail (preallocated space not written before a crash)"
+    next_offset = None if walk.last_offset is None else walk.last_offset + 1
+    if valid >= size:
+        return ValidPrefix(valid, size, next_offset, None, bad_offset)
+    records, exact = records_from(segment, segment.log.start + valid)
+    return ValidPrefix(valid, size, next_offset, reason, bad_offset, records, exact)
+
+
+def records_from(segment: LogSegment, position: int) -> tuple[int, bool]:
+    """(records, complete): how many records the batches from ``position`` to the end of the
+    segment hold, by their headers (CRCs not checked: a cut takes them whatever they hold);
+    ``complete`` is False when the framing breaks first (then more may be lost than counted)."""
+    count = 0
+    try:
+        for batch in segment.log.batches(position):
+            count += batch.count
+    except KafkalogError:
+        return count, False
+    return count, True
+
+
+def zero_filled(segment: LogSegment, start: int, end: int) -> bool:
+    """Whether the segment's bytes ``start..end`` are all zeros (read 1 MiB at a time)."""
+    for position in range(start, end, 1 << 20):
+        if segment.log.read(position, min(end - position, 1 << 20)).strip(b"\0"):
+            return False
+    return True
+
+
+def plan_recovery(
+    directory: str | os.PathLike,
+    *,
+    recovery_point: int = 0,
+    had_clean_shutdown: bool = True,
+    log_start_offset: int = 0,
+    config: LogConfig | None = None,
+) -> PartitionRecoveryPlan:
+    """What :func:`kafkalog.log.partition.loader.load_segments` with ``writable=True`` would do to
+    ``directory``, with the same arguments; reads only."""
+    directory = Path(directory)
+    config = config or LogConfig()
+    clock = SystemClock()
+    plan = PartitionRecoveryPlan(str(directory))
+    actions = plan.actions
+
+    deleted, cleaned, invalid_swaps, valid_swaps = classify_leftovers(directory)
+    for path in deleted + cleaned + invalid_swaps:
+        why = (
+            "scheduled for deletion by retention or the cleaner"
+            if path.name.endswith(DELETED_FILE_SUFFIX)
+            else "left by an unfinished log clean"
+            if path in cleaned
+            else "swap file of an unfinished operation (at or above a .cleaned file's offset)"
+        )
+        actions.append(RecoveryAction(action=QUARANTINE, path=str(path), reason=why))
+
+    logs = {
+        offset_from_file_name(p.name): p
+        for p in sorted(directory.iterdir())
+        if p.is_file() and p.name.endswith(LOG_FILE_SUFFIX)
+    }
+    ends: dict[int, int | None] = {}  # base -> next offset, for the final log end
+    replaced: set[int] = set()
+    swap_bases: list[int] = []
+    for swap_log in valid_swaps:
+        base = offset_from_file_name(swap_log.name)
+        with _open(directory, base, config, clock, SWAP_FILE_SUFFIX) as segment:
+            prefix = segment_valid_prefix(segment)
+        _cut(actions, swap_log, prefix)
+        end = prefix.next_offset or base
+        covered = sorted(b for b in logs if base <= b < max(end, base + 1))
+        replaced.update(covered)
+        swap_bases.append(base)
+        ends[base] = prefix.next_offset if prefix.next_offset is not None else base
+        for b in covered:
+            for path in _segment_files(logs[b]):
+                actions.append(
+                    RecoveryAction(
+                        action=QUARANTINE,
+                        path=str(path),
+                        offset=b,
+                        reason=f"replaced by the finished clean {swap_log.name}",
+                    )
+                )
+        for path in sorted(
+            directory.glob(
+                f"{swap_log.name[: -len(LOG_FILE_SUFFIX + SWAP_FILE_SUFFIX)]}.*{SWAP_FILE_SUFFIX}"
+            )
+        ):
+            actions.append(
+                RecoveryAction(
+                    action=RENAME,
+                    path=str(path),
+                    offset=base,
+                    reason=f"a finished clean: renamed to {path.name[: -len(SWAP_FILE_SUFFIX)]}",
+                )
+            )
+
+    for path in sorted(directory.iterdir()):
+        if path.is_file() and path.name.endswith(_INDEX_SUFFIXES):
+            if offset_from_file_name(path.name) not in logs:
+                actions.append(
+                    RecoveryAction(
+                        action=QUARANTINE, path=str(path), reason="index without a .log file"
+                    )
+                )
+
+    bases = sorted((set(logs) - replaced) | set(swap_bases))
+    recovered_from = None
+    if not had_clean_shutdown and bases:
+        below = [b for b in bases if b <= recovery_point]
+        recovered_from = below[-1] if below else bases[0]
+    plan.recovered_from = recovered_from
+
+    cut_at: int | None = None  # index in ``bases`` of the segment a cut ends the log in
+    for i, base in enumerate(bases):
+        if base in swap_bases:
+            continue
+        path = logs[base]
+        rebuild_reason = None
+        if recovered_from is not None and base >= recovered_from:
+            rebuild_reason = (
+                f"recovered after an unclean shutdown (at or after the recovery point "
+                f"{recovery_point})"
+            )
+        else:
+            following = bases[i + 1] if i + 1 < len(bases) else None
+            rebuild_reason = segment_index_problem(directory, base, config, following)
+        if rebuild_reason is None:
+            ends[base] = None
+            continue
+        actions.append(
+            RecoveryAction(
+                action=REBUILD_INDEXES, path=str(path), offset=base, reason=rebuild_reason
+            )
+        )
+        with _open(directory, base, config, clock, "") as segment:
+            prefix = segment_valid_prefix(segment)
+        ends[base] = prefix.next_offset if prefix.next_offset is not None else base
+        if _cut(actions, path, prefix):
+            cut_at = i
+            break
+
+    if cut_at is not None:
+        for base in bases[cut_at + 1 :]:
+            source = logs.get(base) or log_file(directory, base, SWAP_FILE_SUFFIX)
+            suffix = "" if base in logs else SWAP_FILE_SUFFIX
+            with _open(directory, base, config, clock, suffix) as segment:
+                records, exact = records_from(segment, segment.log.start)
+            for path in _segment_files(source):
+                is_log = path.name.endswith(LOG_FILE_SUFFIX)
+                actions.append(
+                    RecoveryAction(
+                        action=DROP_SEGMENT,
+                        path=str(path),
+                        offset=base,
+                        bytes=path.stat().st_size if is_log else None,
+                        records=records if is_log else None,
+                        records_exact=exact,
+                        reason=f"after the cut in segment {bases[cut_at]}: the log ends there",
+                    )
+                )
+        bases = bases[: cut_at + 1]
+    plan.log_end_offset = _log_end(
+        plan, directory, bases, ends, logs, config, clock, log_start_offset
+    )
+    if had_clean_shutdown and plan.unreadable:
+        # The loader recovers such a partition as after an unclean shutdown (Kafka's startup
+        # fails on it instead): the plan is that recovery's, after the finding.
+        recovered = plan_recovery(
+            directory,
+            recovery_point=recovery_point,
+            had_clean_shutdown=False,
+            log_start_offset=log_start_offset,
+            config=config,
+        )
+        recovered.actions[:0] = [a for a in plan.actions if a.action == UNREADABLE_END]
+        return recovered
+    _plan_leader_epochs(directory, plan)
+    return plan
+
+
+def _cut(actions: list[RecoveryAction], path: Path, prefix: ValidPrefix) -> bool:
+    if prefix.reason is None:
+        return False
+    actions.append(
+        RecoveryAction(
+            action=TRUNCATE,
+            path=str(path),
+            position=prefix.valid_bytes,
+            bytes=prefix.size - prefix.valid_bytes,
+            offset=prefix.first_bad_offset or prefix.next_offset,
+            records=prefix.records_cut,
+            records_exact=prefix.records_cut_exact,
+            reason=prefix.reason,
+        )
+    )
+    return True
+
+
+def _segment_files(log: Path) -> list[Path]:
+    """A segment's .log and its indexes that exist (with the log's own suffix, if any)."""
+    name = log.name
+    stem, rest = name.split(".", 1)
+    status = rest[len("log") :]  # "" or ".swap"
+    files = [log]
+    for suffix in _INDEX_SUFFIXES:
+        other = log.with_name(f"{stem}{suffix}{status}")
+        if other.exists():
+            files.append(other)
+    return files
+
+
+def segment_index_problem(
+    directory: Path, base: int, config: LogConfig, next_base: int | None = None
+) -> str | None:
+    """Why the loader would rebuild this segment's indexes, or None (its checks:
+    :func:`kafkalog.log.partition.loader.check_indexes`; ``next_base`` is the next segment's base
+    offset). The checks read the files as a writable open would (every slot counts), but without
+    opening
+    them for writing."""
+    kinds = (
+        (OffsetIndex, offset_index_file(directory, base)),
+        (TimeIndex, time_index_file(directory, base)),
+    )
+    for _kind, file in kinds:
+        if not file.exists():
+            return f"missing index {file.name}"
+    log_size = log_file(directory, base).stat().st_size
+    try:
+        for kind, file in kinds:
+            index = kind(file, base, max_index_size=config["segment.index.bytes"])
+            try:
+                index.sanity_check()
+                if kind is OffsetIndex:
+                    index.check_entries(log_size, next_base)
+                else:
+                    index.check_entries(next_base)
+            finally:
+                index.close()
+        txn = TransactionIndex(directory / f"{base:020d}{TXN_INDEX_FILE_SUFFIX}", base)
+        try:
+            txn.sanity_check()
+        finally:
+            txn.close()
+    except CorruptIndexError as e:
+        return f"corrupt index: {e.message}"
+    return None
+
+
+def _log_end(plan, directory, bases, ends, logs, config, clock, log_start_offset) -> int | None:
+    """The log end offset after recovery. A last segment recovery does not re-check is read as
+    opening reads it: to its last complete batch, which fails on corrupt framing."""
+    if not bases:
+        return None
+    last = bases[-1]
+    if ends.get(last) is not None:
+        return ends[last]
+    suffix = "" if last in logs else SWAP_FILE_SUFFIX
+    with _open(directory, last, config, clock, suffix) as segment:
+        try:
+            next_offset = segment.read_next_offset()
+        except CorruptRecordError as e:
+            prefix = segment_valid_prefix(segment)
+            next_offset = prefix.next_offset
+            plan.actions.append(
+                RecoveryAction(
+                    action=UNREADABLE_END,
+                    path=str(segment.log.path),
+                    position=e.position,
+                    reason=f"the end of the log cannot be read ({e.message}): a broker's startup "
+                    f"fails there; kafkalog's writable opening (serve) recovers the partition as "
+                    f"after an unclean shutdown (the actions that follow), and so does recover "
+                    f"--full",
+                )
+            )
+    return max(next_offset if next_offset is not None else last, log_start_offset)
+
+
+def _plan_leader_epochs(directory: Path, plan: PartitionRecoveryPlan) -> None:
+    path = directory / LEADER_EPOCH_CHECKPOINT
+    end = plan.log_end_offset
+    if end is None or not path.exists():
+        return
+    problem = leader_epoch_problem(directory)
+    if problem is not None:
+        rebuilt = [e for e in rebuilt_leader_epochs(directory) if e.start_offset < end]
+        plan.actions.append(
+            RecoveryAction(
+                action=REBUILD_LEADER_EPOCHS,
+                path=str(path),
+                reason=f"unreadable ({problem}): a broker cannot open the partition (its log "
+                f"directory goes offline); rebuilt from the batches' partition leader epochs: "
+                f"{describe_epochs(rebuilt)} (the old file is quarantined)",
+            )
+        )
+        return
+    entries = read_leader_epoch_checkpoint(path)
+    beyond = [e for e in entries if e.start_offset >= plan.log_end_offset]
+    if beyond:
+        epochs = ", ".join(f"{e.epoch}@{e.start_offset}" for e in beyond)
+        plan.actions.append(
+            RecoveryAction(
+                action=TRIM_LEADER_EPOCHS,
+                path=str(path),
+                offset=plan.log_end_offset,
+                reason=f"epochs starting at or past the new log end offset {plan.log_end_offset} "
+                f"go: {epochs}",
+            )
+        )
+
+
+class _open:
+    """A segment opened read-only for the length of a ``with`` block."""
+
+    def __init__(self, directory, base, config, clock, suffix) -> None:
+        self._segment = LogSegment.open(
+            directory, base, config, clock, writable=False, suffix=suffix
+        )
+
+    def __enter__(self) -> LogSegment:
+        return self._segment
+
+    def __exit__(self, *exc) -> None:
+        self._segment.close()

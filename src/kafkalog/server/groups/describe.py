@@ -1,0 +1,58 @@
+"""ListGroups and DescribeGroups over the classic group coordinator's groups.
+
+Member metadata and assignments are shown only for a Stable group, as Kafka does: during a
+rebalance they are in flux. States are Kafka's names (Empty, PreparingRebalance,
+CompletingRebalance, Stable, Dead); the state filter of ListGroups matches them case-blind.
+"""
+
+from __future__ import annotations
+
+from ..error_codes import NONE
+from ..handlers import RequestContext
+from .coordinator import GroupCoordinator
+from .state import GroupState
+
+__all__ = ["describe_groups", "list_groups"]
+
+_STABLE, _DEAD = GroupState.STABLE, GroupState.DEAD
+
+
+async def list_groups(coordinator: GroupCoordinator, ctx: RequestContext, req: dict) -> dict:
+    """ListGroups: classic groups, filtered by state (v4+) and type (v5+)."""
+    states = {s.lower() for s in req.get("states_filter") or []}
+    types = {t.lower() for t in req.get("types_filter") or []}
+    if types and "classic" not in types:
+        return {"error_code": NONE, "groups": []}
+    out = []
+    for group in coordinator.groups.values():
+        if group.is_in(_DEAD) or (states and group.state.value.lower() not in states):
+            continue
+        out.append({"group_id": group.group_id, "protocol_type": group.protocol_type or "",
+                    "group_state": group.state.value, "group_type": "classic"})  # fmt: skip
+    return {"error_code": NONE, "groups": out}
+
+
+async def describe_groups(coordinator: GroupCoordinator, ctx: RequestContext, req: dict) -> dict:
+    """DescribeGroups: an unknown group is reported Dead without error, as Kafka does."""
+    out = []
+    for group_id in req.get("groups") or []:
+        group = coordinator.groups.get(group_id)
+        if group is None:
+            out.append({"error_code": NONE, "group_id": group_id, "group_state": "Dead",
+                        "protocol_type": "", "protocol_data": "", "members": []})  # fmt: skip
+            continue
+        stable = group.is_in(_STABLE)
+        members = [
+            {"member_id": m.member_id, "group_instance_id": m.group_instance_id,
+             "client_id": m.client_id, "client_host": m.client_host,
+             "member_metadata": m.metadata(group.protocol_name)
+             if stable and group.protocol_name else b"",
+             "member_assignment": m.assignment if stable else b""}
+            for m in group.members.values()
+        ]  # fmt: skip
+        out.append({
+            "error_code": NONE, "group_id": group_id, "group_state": group.state.value,
+            "protocol_type": group.protocol_type or "",
+            "protocol_data": group.protocol_name or "" if stable else "", "members": members,
+        })  # fmt: skip
+    return {"groups": out}
