@@ -430,6 +430,40 @@ def test_delete_groups(server, admin):
     assert "busy" not in group_states(admin)
 
 
+def test_delete_offsets(server, admin):
+    """OffsetDelete as Kafka's OffsetMetadataManager.deleteOffsets answers: a topic the group's
+    members subscribe to is GROUP_SUBSCRIBED_TO_TOPIC, another topic's offsets go (NONE even
+    where none was committed), an unknown group is GROUP_ID_NOT_FOUND."""
+    create(admin, "od-used", 1)
+    create(admin, "od-other", 2)
+    produce(server.bootstrap, "od-used", [b"a", b"b"])
+    commit_offsets_only(server.bootstrap, "od-group", "od-other", 1)
+    member = ck.Consumer({"bootstrap.servers": server.bootstrap, "group.id": "od-group",
+                          "auto.offset.reset": "earliest", "session.timeout.ms": 6000})  # fmt: skip
+    member.subscribe(["od-used"])
+    deadline = time.monotonic() + 30
+    while not member.assignment() and time.monotonic() < deadline:
+        member.poll(0.2)
+    client = wire(server)
+    try:
+        topics = [{"name": "od-used", "partitions": [{"partition_index": 0}]},
+                  {"name": "od-other", "partitions": [{"partition_index": 0},
+                                                      {"partition_index": 1}]}]  # fmt: skip
+        answer = client.call(ApiKey.OFFSET_DELETE, 0, {"group_id": "od-group", "topics": topics})
+        assert answer["error_code"] == 0
+        codes = {(t["name"], p["partition_index"]): p["error_code"]
+                 for t in answer["topics"] for p in t["partitions"]}  # fmt: skip
+        assert codes == {("od-used", 0): 86, ("od-other", 0): 0, ("od-other", 1): 0}
+        unknown = client.call(ApiKey.OFFSET_DELETE, 0, {"group_id": "od-nobody", "topics": topics})
+        assert (unknown["error_code"], unknown["topics"]) == (69, [])
+    finally:
+        client.close()
+        member.close()
+    tp = TopicPartition("od-other", 0)
+    offsets = admin.list_consumer_group_offsets([ck.ConsumerGroupTopicPartitions("od-group", [tp])])
+    assert offsets["od-group"].result(10).topic_partitions[0].offset == ck.OFFSET_INVALID
+
+
 def test_offsets_only_groups_come_back_empty_and_deletions_stay(tmp_path):
     with ServerProcess(tmp_path / "data") as s:
         admin = AdminClient({"bootstrap.servers": s.bootstrap})

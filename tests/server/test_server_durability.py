@@ -110,11 +110,8 @@ def test_sigkill_under_acks_all_load_loses_no_acknowledged_record(tmp_path: Path
 
 
 def _recording_disk():
-    """The log layer's simulated disk (tests/log/test_crash.py), imported from its directory."""
-    log_tests = str(Path(__file__).resolve().parent.parent / "log")
-    if log_tests not in sys.path:
-        sys.path.insert(0, log_tests)
-    module = importlib.import_module("test_crash")
+    """The log layer's simulated disk (tests/log/test_crash.py; tests/log is a package)."""
+    module = importlib.import_module("log.test_crash")
     return module.RecordingDisk, module.Crash
 
 

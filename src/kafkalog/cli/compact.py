@@ -156,7 +156,8 @@ def _report(target, results, skipped, args: argparse.Namespace) -> None:
             continue
         reasons = ", ".join(f"{n} {why}" for why, n in sorted(r.stats.removed_by_reason.items()))
         lines.append(
-            f"{head}: {r.records_removed} of {r.stats.messages_read} records removed"
+            f"{head}: {r.records_removed} of "
+            f"{r.stats.messages_read + r.stats.batch_records_removed} records removed"
             f"{f' ({reasons})' if reasons else ''}; {r.bytes_read} -> {r.bytes_written} bytes "
             f"in {len(r.segments_before)} -> {len(r.segments_after)} segments; cleaner offset "
             f"-> {r.end_offset}"

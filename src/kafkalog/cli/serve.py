@@ -169,7 +169,9 @@ def add_parser(commands) -> None:
         metavar="NAME=VALUE",
         type=_setting,
         help="a broker setting by Kafka's name (group.*, transaction.*, offsets.*, "
-        "log.retention.check.interval.ms, log.initial.task.delay.ms, log.cleaner.enable)",
+        "log.retention.check.interval.ms, log.initial.task.delay.ms, log.cleaner.enable, "
+        "log.cleaner.backoff.ms, log.cleaner.min.cleanable.ratio, "
+        "log.cleaner.dedupe.buffer.size, log.cleaner.io.buffer.size)",
     )
     p.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
     p.set_defaults(run=run)

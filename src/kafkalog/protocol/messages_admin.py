@@ -1,7 +1,7 @@
 """Schema tables of the admin APIs a development broker is asked for in test setup and teardown:
-DeleteRecords, AlterConfigs (the legacy, non-incremental one), CreatePartitions and DeleteGroups
-(table syntax: :mod:`kafkalog.format.message.schema`). Versions are Kafka 4.0's ranges for
-them, which KIP-896 left whole (DeleteGroups v0 was put back for Sarama, KAFKA-18352).
+DeleteRecords, AlterConfigs (the legacy, non-incremental one), CreatePartitions, DeleteGroups
+and OffsetDelete (table syntax: :mod:`kafkalog.format.message.schema`). Versions are Kafka 4.0's
+ranges for them, which KIP-896 left whole (DeleteGroups v0 was put back for Sarama, KAFKA-18352).
 """
 
 from __future__ import annotations
@@ -120,5 +120,35 @@ throttle_time_ms int32
 results []
   group_id string
   error_code int16
+""",
+)
+
+OFFSET_DELETE_REQUEST = api_message(
+    47,
+    "OffsetDeleteRequest",
+    "0",
+    "none",
+    """
+group_id string
+topics []
+  name string
+  partitions []
+    partition_index int32
+""",
+)
+
+OFFSET_DELETE_RESPONSE = api_message(
+    47,
+    "OffsetDeleteResponse",
+    "0",
+    "none",
+    """
+error_code int16
+throttle_time_ms int32
+topics []
+  name string
+  partitions []
+    partition_index int32
+    error_code int16
 """,
 )

@@ -221,7 +221,7 @@ assignment bytes
 DESCRIBE_GROUPS_REQUEST = api_message(
     15,
     "DescribeGroupsRequest",
-    "0-5",
+    "0-6",
     "5+",
     """
 groups [string]
@@ -232,12 +232,13 @@ include_authorized_operations bool 3+
 DESCRIBE_GROUPS_RESPONSE = api_message(
     15,
     "DescribeGroupsResponse",
-    "0-5",
+    "0-6",
     "5+",
     """
 throttle_time_ms int32 1+
 groups []
   error_code int16
+  error_message string 6+ ? =null
   group_id string
   group_state string
   protocol_type string

@@ -3,8 +3,8 @@
 This module assembles the server and nothing in :mod:`kafkalog.server` imports it back (only the
 CLI and embedding programs do): it builds the :class:`~.broker.Broker` (the state), the route
 table (API key to handler: the broker's own APIs of :mod:`.apis`, then the group and transaction
-coordinators of :mod:`.coordinators`) and the retention task, and hands each connection the
-broker and the table.
+coordinators of :mod:`.coordinators`), the retention task and the log cleaner, and hands each
+connection the broker and the table.
 
 Starting opens the data directory writable through the log layer, which recovers every log if
 the last run did not end with ``.kafka_cleanshutdown``. Stopping (SIGTERM, SIGINT or
@@ -45,6 +45,7 @@ from .limits import (
     plan_descriptors,
     raise_open_files_limit,
 )
+from .log_cleaner import CleanerSettings, LogCleaner
 from .log_retention import LogRetention, RetentionSettings
 from .security.listeners import Listener, ListenerError
 from .security.sasl import SaslAuthenticator
@@ -73,10 +74,19 @@ async def build_routes(broker: Broker) -> dict[int, Handler]:
 
 
 def start_log_tasks(broker: Broker) -> None:
-    """The background log work (:mod:`.log_retention`), stopped by the broker's shutdown."""
-    broker.log_retention = LogRetention(broker, RetentionSettings.from_config(broker.config))
-    broker.log_retention.start()
-    broker.add_shutdown_hook(broker.log_retention.stop)
+    """The background log work (:mod:`.log_retention`, :mod:`.log_cleaner`), stopped by the
+    broker's shutdown (the cleaner first: its replaced segments wait in retention's timers)."""
+    retention = LogRetention(broker, RetentionSettings.from_config(broker.config))
+    cleaner = LogCleaner(
+        broker, CleanerSettings.from_config(broker.config), delete_later=retention.delete_later
+    )
+    retention.busy = cleaner.is_cleaning
+    broker.log_retention = retention
+    broker.log_cleaner = cleaner
+    retention.start()
+    broker.add_shutdown_hook(retention.stop)
+    cleaner.start()
+    broker.add_shutdown_hook(cleaner.stop)  # hooks run in reverse: the cleaner stops first
 
 
 class Server:

@@ -19,6 +19,7 @@ Interface for the coordinators (:mod:`kafkalog.server.coordinators`): ``log_mana
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import errno
 import inspect
 import logging
@@ -42,7 +43,7 @@ from .config import ServerConfig
 from .internal_topics import INTERNAL_TOPICS
 from .limits import MAX_WINDOW_DESCRIPTORS
 
-__all__ = ["INTERNAL_TOPICS", "Broker", "BrokerStats"]
+__all__ = ["INTERNAL_TOPICS", "Broker", "BrokerStats", "LogFlusher"]
 
 log = logging.getLogger("kafkalog.server")
 
@@ -64,6 +65,116 @@ class BrokerStats:
     connections_closed_on_error: int = 0
     authentication_failures: int = 0  # SASL exchanges that failed
     copied_windows: int = 0  # fetched windows sent from a copy (no descriptor left for them)
+
+
+FSYNC_THREADS = 16  # partitions whose fsyncs run at once (each log has one flush in flight)
+
+
+class LogFlusher:
+    """Group commit of one log's fsyncs, off the event loop.
+
+    One flush is in flight per log. A caller that needs the records below offset X durable
+    (:meth:`flush`) waits for the flush in flight when that one covers X, else joins the next,
+    which starts when the one in flight ends and covers everything appended before it starts:
+    N producers to a partition cost one or two fsyncs, not N. Each flush is planned on the
+    loop (:meth:`Log.plan_flush`: the segments to fsync, their descriptors pinned so that
+    retention, the cleaner or a topic deletion closing or deleting a segment meanwhile cannot
+    close them under the fsync), runs on a worker thread, and is completed on the loop again
+    (:meth:`Log.complete_flush` moves the marks). Only then are its callers answered: an
+    acks=all produce is still acknowledged only after its records are fsynced. Flushes leave
+    the active segment's indexes to the next roll or the shutdown (``indexes=False``): the
+    recovery point stays at the active segment, whose indexes recovery rebuilds after a power
+    cut, as Kafka's do between its flushes.
+    """
+
+    def __init__(self, log: Log, executor: concurrent.futures.Executor) -> None:
+        self.log = log
+        self._executor = executor
+        self.task: asyncio.Task | None = None
+        self._in_flight_upto = -1  # the end of the flush in flight (-1: none)
+        self._in_flight: list[tuple[int, asyncio.Future]] = []
+        self._next: list[tuple[int, asyncio.Future]] = []
+        self.rounds = 0  # flushes run (tests read it)
+
+    async def flush(self, offset: int) -> None:
+        if self.log.durable_offset >= offset:
+            return
+        loop = asyncio.get_running_loop()
+        waiter = loop.create_future()
+        if self._in_flight_upto >= offset:
+            self._in_flight.append((offset, waiter))
+        else:
+            self._next.append((offset, waiter))
+            if self.task is None:
+                self.task = loop.create_task(self._run(), name=f"flush {self.log.dir.name}")
+        await waiter
+
+    async def _run(self) -> None:
+        target = self.log
+        try:
+            while self._next:
+                self._in_flight, self._next = self._next, []
+                if target.closed:  # deleted meanwhile (or the server stopping): nothing to do
+                    self._answer(None)
+                    continue
+                try:
+                    plan = target.plan_flush(indexes=False)
+                except Exception as e:
+                    self._answer(e)
+                    continue
+                self._in_flight_upto = plan.upto
+                try:
+                    if not plan.empty:
+                        await self._run_plan(plan)
+                except asyncio.CancelledError:
+                    self._answer(OSError(f"the flush of {target.dir.name} was interrupted"))
+                    raise
+                except Exception as e:
+                    self._answer(e)
+                    continue
+                finally:
+                    self._in_flight_upto = -1
+                self.rounds += 1
+                target.complete_flush(plan)
+                durable, end = target.durable_offset, target.log_end_offset
+                for offset, waiter in self._in_flight:
+                    if waiter.done():
+                        continue
+                    if offset <= durable:
+                        waiter.set_result(None)
+                    elif offset > end:  # truncated away meanwhile: nothing to acknowledge
+                        waiter.set_exception(
+                            KafkalogError(f"{target.dir.name} was truncated below {offset}")
+                        )
+                    else:  # a truncation voided the flush: the next one
+                        self._next.append((offset, waiter))
+                self._in_flight = []
+        finally:
+            self.task = None
+
+    async def _run_plan(self, plan) -> None:
+        """``plan.run`` on a worker thread, which releases its descriptors; if this wait is
+        cancelled before the thread took it up, they are released here."""
+        try:
+            done = self._executor.submit(plan.run)
+        except RuntimeError:  # the executor is shut down
+            plan.release()
+            raise OSError(f"{self.log.dir.name}: the server is stopping") from None
+        try:
+            await asyncio.shield(asyncio.wrap_future(done))
+        except asyncio.CancelledError:
+            if done.cancel():
+                plan.release()
+            raise
+
+    def _answer(self, error: BaseException | None) -> None:
+        waiters, self._in_flight = self._in_flight, []
+        for _, waiter in waiters:
+            if not waiter.done():
+                if error is None:
+                    waiter.set_result(None)
+                else:
+                    waiter.set_exception(error)
 
 
 class Broker:
@@ -91,6 +202,8 @@ class Broker:
         self._shutdown_hooks: list[Callable] = []
         self.creating_topics: dict[str, asyncio.Event] = {}  # topics whose creation is under way
         self._data_waiters: set[asyncio.Future] = set()
+        self._flushers: dict[TopicPartition, LogFlusher] = {}
+        self._fsync_pool: concurrent.futures.ThreadPoolExecutor | None = None
         self._topic_ids: dict[str, uuid.UUID] = {}
         self._topics_by_id: dict[uuid.UUID, str] = {}
         self.log_retention = None  # the retention task, which kafkalog.server.app starts
@@ -118,10 +231,30 @@ class Broker:
         info = self.append(topic, partition, records, origin=origin)
         return info.first_offset, info.last_offset
 
-    async def flush(self, topic: str, partition: int) -> None:
-        found = self.log_manager.get_log(TopicPartition(topic, partition))
-        if found is not None:
-            found.flush()
+    async def flush(self, topic: str, partition: int, offset: int | None = None) -> None:
+        """Return once the partition's records below ``offset`` (default: all appended so far)
+        are durable; raises the fsync's OSError if they could not be made so. The fsyncs run
+        on worker threads, grouped per log (see :class:`LogFlusher`); a partition that is gone
+        (its topic deleted) has nothing left to flush."""
+        tp = TopicPartition(topic, partition)
+        target = self.log_manager.get_log(tp)
+        if target is None:
+            return
+        if offset is None:
+            offset = target.log_end_offset
+        if target.durable_offset >= offset:
+            return
+        flusher = self._flushers.get(tp)
+        if flusher is None or flusher.log is not target:
+            flusher = self._flushers[tp] = LogFlusher(target, self._fsync_executor())
+        await flusher.flush(offset)
+
+    def _fsync_executor(self) -> concurrent.futures.ThreadPoolExecutor:
+        if self._fsync_pool is None:
+            self._fsync_pool = concurrent.futures.ThreadPoolExecutor(
+                FSYNC_THREADS, thread_name_prefix="kafkalog-fsync"
+            )
+        return self._fsync_pool
 
     # -- topic ids ---------------------------------------------------------------------------------
     def topic_ids(self) -> dict[str, uuid.UUID]:
@@ -220,4 +353,13 @@ class Broker:
             except Exception:
                 log.exception("shutdown hook %r failed", hook)
         self.notify_data()
-        self.log_manager.close()
+        # Flushes under way end first (their callers are answered); closing the logs then
+        # flushes everything, indexes included.
+        running = [f.task for f in self._flushers.values() if f.task is not None]
+        if running:
+            await asyncio.gather(*running, return_exceptions=True)
+        try:
+            self.log_manager.close()
+        finally:
+            if self._fsync_pool is not None:
+                self._fsync_pool.shutdown(wait=True)

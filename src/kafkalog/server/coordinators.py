@@ -30,7 +30,7 @@ from dataclasses import dataclass, fields
 from ..log.datadir import INTERNAL_TOPIC_CONFIGS
 from .coordinator_log import CoordinatorLog
 from .groups.coordinator import GroupConfig, GroupCoordinator
-from .groups.delete import delete_groups
+from .groups.delete import delete_groups, delete_offsets
 from .groups.describe import describe_groups, list_groups
 from .groups.load import load_groups
 from .groups.offsets import GroupOffsets
@@ -91,6 +91,7 @@ class Coordinators:
             15: lambda ctx, req: describe_groups(groups, ctx, req),
             16: lambda ctx, req: list_groups(groups, ctx, req),
             42: lambda ctx, req: delete_groups(offsets, ctx, req),
+            47: lambda ctx, req: delete_offsets(offsets, ctx, req),
             22: transactions.init_producer_id,
             24: transactions.add_partitions_to_txn,
             25: transactions.add_offsets_to_txn,

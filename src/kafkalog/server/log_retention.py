@@ -9,8 +9,9 @@ oldest while the log stays over retention.bytes without them; never an empty act
 non-empty one after rolling a new one). As Kafka's LogManager.cleanupLogs, the pass covers the logs
 that are not compacted; Kafka's log cleaner thread runs the same deletion for compacted ones
 (``compact,delete``, and the log start offset of ``compact``) after each cleaning attempt, so with
-``log.cleaner.enable`` (true, Kafka's default) the pass covers those too, and with it false they are
-left alone, as by Kafka.
+``log.cleaner.enable`` (true, Kafka's default) the pass covers those too, but not the one being
+cleaned at that moment (:mod:`.log_cleaner`), and with it false they are left alone, as by Kafka.
+The cleaner's replaced segments wait for their delay here too (:meth:`LogRetention.delete_later`).
 
 Deleted segments are renamed ``.deleted`` at once and removed ``file.delete.delay.ms`` later
 (the topic's config, 60000 by default; Kafka's LocalLog.deleteSegmentFiles with asyncDelete), by a
@@ -35,9 +36,11 @@ import asyncio
 import contextlib
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..errors import KafkalogError
+from ..log.datadir import TopicPartition
 from ..log.segment import LogSegment
 from .config import ServerConfig
 
@@ -103,6 +106,8 @@ class LogRetention:
         # id(segment) -> (segment, its timer): segments renamed .deleted, waiting for their delay
         self._pending: dict[int, tuple[LogSegment, asyncio.TimerHandle]] = {}
         self._removals: set[asyncio.Task] = set()
+        # A log not to touch now: the one the log cleaner is cleaning (set by the server).
+        self.busy: Callable[[TopicPartition], bool] = lambda tp: False
 
     # -- life cycle --------------------------------------------------------------------------------
     def start(self) -> None:
@@ -148,7 +153,9 @@ class LogRetention:
             await asyncio.sleep(next_due - now)
 
     # -- one pass ----------------------------------------------------------------------------------
-    def _covers(self, partition_log) -> bool:
+    def _covers(self, tp, partition_log) -> bool:
+        if partition_log.config.compact and self.busy(tp):
+            return False
         return self.settings.cleaner_enable or not partition_log.config.compact
 
     async def run_once(self) -> int:
@@ -159,13 +166,13 @@ class LogRetention:
         for i, (tp, partition_log) in enumerate(list(manager.logs.items())):
             if i and i % PARTITIONS_PER_TURN == 0:
                 await asyncio.sleep(0)  # requests go on between partitions
-            if manager.logs.get(tp) is not partition_log or not self._covers(partition_log):
+            if manager.logs.get(tp) is not partition_log or not self._covers(tp, partition_log):
                 continue  # deleted (or replaced) since the pass started
             before = partition_log.log_start_offset
             delay_ms = partition_log.config["file.delete.delay.ms"]
             try:
                 names = partition_log.delete_old_segments(
-                    delete_later=lambda segment, d=delay_ms: self._delete_later(segment, d)
+                    delete_later=lambda segment, d=delay_ms: self.delete_later(segment, d)
                 )
             except Exception as e:  # this partition's data or disk: the others go on
                 log.error("retention of %s-%d failed: %s", tp.topic, tp.partition, e)
@@ -189,8 +196,9 @@ class LogRetention:
         return deleted
 
     # -- the deletion delay ------------------------------------------------------------------------
-    def _delete_later(self, segment: LogSegment, delay_ms: int) -> None:
-        """A segment renamed ``.deleted``: remove its files ``delay_ms`` from now."""
+    def delete_later(self, segment: LogSegment, delay_ms: int) -> None:
+        """A segment renamed ``.deleted`` (by retention or the cleaner): remove its files
+        ``delay_ms`` (its log's file.delete.delay.ms) from now. On the event loop's thread."""
         loop = asyncio.get_running_loop()
         handle = loop.call_later(delay_ms / 1000, self._remove, segment)
         self._pending[id(segment)] = (segment, handle)

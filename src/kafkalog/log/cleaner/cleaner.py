@@ -16,13 +16,23 @@ uncleanable offset (:mod:`.cleaner_manager` says where, and whether a clean is d
 ``clean(..., dry_run=True)`` takes the same decisions on a log that may be open read-only and
 reports what would go, changing nothing. Kafka then deletes old segments of ``compact,delete``
 logs; here that is :meth:`Log.delete_old_segments`, left to the caller.
+
+A caller that cleans while others use the log (a broker: appends to the active segment, reads)
+runs the clean on a thread of its own and passes ``exclusive``, which runs a function where
+nothing else touches the log and returns its result (the broker: on its event loop, waited for).
+Every step that reads the log's mutable state (the dirty range, the producers) or changes the
+log (each swap, the checkpoint) goes through it; the slow part, reading segments that are no
+longer active and writing the ``.cleaned`` files, does not. ``delete_later`` receives the old
+segments once renamed ``.deleted`` instead of removing them at once (file.delete.delay.ms).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..datadir import (
     CLEANED_FILE_SUFFIX,
@@ -67,6 +77,13 @@ __all__ = [
 ]
 
 _INT32_MAX = (1 << 31) - 1
+
+# Runs a function where nothing else touches the log, returning its result.
+Exclusive = Callable[[Callable[[], Any]], Any]
+
+
+def _call(fn: Callable[[], Any]) -> Any:
+    return fn()
 
 
 # -- cleaning (Cleaner) ----------------------------------------------------------------------------
@@ -114,12 +131,16 @@ def clean(
     dry_run: bool = False,
     dedupe_buffer_size: int = DEFAULT_DEDUPE_BUFFER_SIZE,
     max_messages: int = 1000,
+    exclusive: Exclusive | None = None,
+    delete_later: Callable[[LogSegment], None] | None = None,
 ) -> CleanResult:
     """Compact ``log`` once, if it needs it (``force``: whatever its dirty ratio or lag).
 
     ``dry_run`` changes no file (the log may be read-only) and reports what would be removed.
     At most ``max_messages`` removal messages are kept; the counts are always complete.
+    ``exclusive`` and ``delete_later``: for a log in use meanwhile (see the module docstring).
     """
+    run = exclusive or _call
     if not log.config.compact:
         raise ValueError(
             f"{log.dir} is not compacted (cleanup.policy={log.config['cleanup.policy']})"
@@ -127,7 +148,7 @@ def clean(
     if not dry_run and not log.writable:
         raise PermissionError(f"{log.dir} is open read-only (use dry_run=True)")
     now = log.clock.milliseconds() if now_ms is None else now_ms
-    ltc = log_to_clean(log, now_ms=now)
+    ltc = run(lambda: log_to_clean(log, now_ms=now))
     stats = CleanerStats(max_messages=max_messages)
     result = CleanResult(
         cleaned=False,
@@ -143,7 +164,7 @@ def clean(
             f"[{log.log_start_offset}, {log.log_end_offset}]: cleaning from the log start"
         )
         if not dry_run:
-            write_cleaner_checkpoint(log, ltc.first_dirty_offset)
+            run(lambda: write_cleaner_checkpoint(log, ltc.first_dirty_offset))
     if ltc.cleanable_bytes == 0:
         result.reason = "nothing cleanable: the dirty section is empty or uncleanable"
         return result
@@ -154,10 +175,10 @@ def clean(
         )
         return result
     offset_map = OffsetMap(dedupe_buffer_size)
-    _Cleaner(log, offset_map, now, stats, dry_run, result).do_clean(ltc)
+    _Cleaner(log, offset_map, now, stats, dry_run, result, run, delete_later).do_clean(ltc)
     result.cleaned = True
     result.buffer_utilization = offset_map.utilization()
-    if not dry_run and not write_cleaner_checkpoint(log, result.end_offset):
+    if not dry_run and not run(lambda: write_cleaner_checkpoint(log, result.end_offset)):
         stats.messages.append(
             f"no cleaner-offset-checkpoint written: {log.dir.name} is not a partition directory"
         )
@@ -175,6 +196,8 @@ class _Cleaner:
         stats: CleanerStats,
         dry_run: bool,
         result: CleanResult,
+        run: Exclusive = _call,
+        delete_later: Callable[[LogSegment], None] | None = None,
     ) -> None:
         self.log = log
         self.map = offset_map
@@ -182,6 +205,8 @@ class _Cleaner:
         self.stats = stats
         self.dry_run = dry_run
         self.result = result
+        self.run = run
+        self.delete_later = delete_later
 
     def do_clean(self, ltc: LogToClean) -> None:
         log = self.log
@@ -203,11 +228,11 @@ class _Cleaner:
             ltc.first_uncleanable_offset,
         )
         txn = CleanedTransactionMetadata()
-        active = {
+        active = self.run(lambda: {
             pid: LastRecord(e.last_data_offset if e.last_data_offset >= 0 else None,
                             e.producer_epoch)
             for pid, e in log.producer_state.active_producers.items()
-        }  # fmt: skip
+        })  # fmt: skip
         for group in groups:
             self.clean_segments(group, txn, active, legacy_delete_horizon)
 
@@ -337,7 +362,15 @@ class _Cleaner:
         self.result.segments_before.extend(s.base_offset for s in group)
         self.result.segments_after.extend(bases)
         if not self.dry_run:
-            replace_segments(log, cleaned, group)
+            try:
+                self.run(lambda: replace_segments(log, cleaned, group, self.delete_later))
+            except BaseException:
+                # Refused before any rename (the caller's exclusive step: the log is gone or the
+                # caller stops): the .cleaned files go. A failure midway is left to the loader.
+                if all(str(s.log.path).endswith(CLEANED_FILE_SUFFIX) for s in cleaned):
+                    for segment in cleaned:
+                        segment.delete_if_exists()
+                raise
 
 
 def group_segments_by_size(
@@ -410,14 +443,18 @@ def _fsync_dir(directory: Path) -> None:
 
 # -- swapping in (LocalLog.replaceSegments) --------------------------------------------------------
 def replace_segments(
-    log: Log, new_segments: list[LogSegment], old_segments: list[LogSegment]
+    log: Log,
+    new_segments: list[LogSegment],
+    old_segments: list[LogSegment],
+    delete_later: Callable[[LogSegment], None] | None = None,
 ) -> None:
     """Replace ``old_segments`` of ``log`` by the ``.cleaned`` ``new_segments``, crash-safely.
 
     Order matters for the loader: ``.cleaned`` -> ``.swap`` from the highest base down (a crash
     midway leaves a ``.cleaned`` below every ``.swap``, so all are undone), then the old segments
     -> ``.deleted`` and deleted (a crash leaves only ``.swap`` files: the loader finishes), then
-    the ``.swap`` suffixes go.
+    the ``.swap`` suffixes go. ``delete_later``: the old segments, renamed ``.deleted``, go to it
+    instead of being removed at once (readers still holding them keep reading until then).
     """
     new_sorted = sorted(new_segments, key=lambda s: s.base_offset)
     old_sorted = sorted((s for s in old_segments if s in log.segments), key=lambda s: s.base_offset)
@@ -433,7 +470,10 @@ def replace_segments(
             del by_base[segment.base_offset]
             removed.append(segment.base_offset)
         segment.change_file_suffixes("", DELETED_FILE_SUFFIX)
-        segment.delete_if_exists()
+        if delete_later is None:
+            segment.delete_if_exists()
+        else:
+            delete_later(segment)
     log.segments[:] = [by_base[b] for b in sorted(by_base)]
     _fsync_dir(log.dir)
     for segment in new_sorted:

@@ -329,6 +329,9 @@ class CleanerStats:
     messages_written: int = 0
     invalid_messages_read: int = 0
     records_removed: int = 0
+    # Records of batches dropped whole (aborted data, markers): Kafka's messagesRead leaves
+    # them out, so the records a clean looked at are messages_read plus these.
+    batch_records_removed: int = 0
     batches_removed: int = 0
     removed_by_reason: dict[str, int] = field(default_factory=dict)
     messages: list[str] = field(default_factory=list)
@@ -407,6 +410,7 @@ class LogCleanerFilter(RecordFilter):
             reason, what = REMOVED_MARKER, "transaction marker"
         else:
             reason, what = REMOVED_ABORTED, "aborted transaction data"
+        self.stats.batch_records_removed += count
         self.stats.removed(
             count,
             reason,

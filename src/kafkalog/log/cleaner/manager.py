@@ -12,6 +12,7 @@ max.compaction.lag.ms. The checkpoint file sits at the root of the data director
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +28,7 @@ __all__ = [
     "LogToClean",
     "cleanable_ratio",
     "cleaner_checkpoint_path",
+    "filthiest_log",
     "is_due",
     "log_to_clean",
     "needs_cleaning",
@@ -158,12 +160,36 @@ def cleanable_ratio(log: Log, *, now_ms: int | None = None) -> float:
     return log_to_clean(log, now_ms=now_ms).cleanable_ratio
 
 
-def is_due(log: Log, ltc: LogToClean) -> bool:
-    """LogCleanerManager's filter: past max.compaction.lag.ms, or dirtier than the ratio."""
+def is_due(log: Log, ltc: LogToClean, min_cleanable_ratio: float | None = None) -> bool:
+    """LogCleanerManager's filter: past max.compaction.lag.ms, or dirtier than the ratio
+    (``min_cleanable_ratio``, else the topic's min.cleanable.dirty.ratio)."""
+    if min_cleanable_ratio is None:
+        min_cleanable_ratio = log.config["min.cleanable.dirty.ratio"]
     return ltc.total_bytes > 0 and (
         (ltc.need_compaction_now and ltc.cleanable_bytes > 0)
-        or ltc.cleanable_ratio > log.config["min.cleanable.dirty.ratio"]
+        or ltc.cleanable_ratio > min_cleanable_ratio
     )
+
+
+def filthiest_log(
+    candidates: Iterable[tuple[Log, LogToClean]],
+    *,
+    min_cleanable_ratio: Callable[[Log], float] | None = None,
+) -> tuple[Log, LogToClean] | None:
+    """LogCleanerManager.grabFilthiestCompactedLog's choice among ``(log, its LogToClean)``:
+    of the logs due (:func:`is_due`), the one with the highest dirty ratio; None if none is.
+
+    ``min_cleanable_ratio(log)``: the ratio each log is held to (a broker: the topic's
+    min.cleanable.dirty.ratio, else its log.cleaner.min.cleanable.ratio); default the topic's.
+    """
+    best: tuple[Log, LogToClean] | None = None
+    for log, ltc in candidates:
+        ratio = None if min_cleanable_ratio is None else min_cleanable_ratio(log)
+        if is_due(log, ltc, ratio) and (
+            best is None or ltc.cleanable_ratio > best[1].cleanable_ratio
+        ):
+            best = (log, ltc)
+    return best
 
 
 def needs_cleaning(log: Log, *, now_ms: int | None = None) -> bool:

@@ -38,6 +38,8 @@ class ConfigDef:
     choices: tuple[str, ...] | None = None
     # The minimum of Kafka 3.x where 4.0 raised it: a value a 3.x broker stored is still read.
     stored_min: float | None = None
+    # A value inside [min, max] that is still refused (gzip's level 0: Kafka takes -1 or 1..9).
+    also_not: float | None = None
 
 
 _COMPRESSION_CHOICES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
@@ -65,7 +67,8 @@ LOG_CONFIG_DEFS: dict[str, ConfigDef] = {
         ConfigDef("unclean.leader.election.enable", "boolean", False),
         ConfigDef("min.insync.replicas", "int", 1, min=1),
         ConfigDef("compression.type", "string", "producer", choices=_COMPRESSION_CHOICES),
-        ConfigDef("compression.gzip.level", "int", 6, min=1, max=9),
+        # -1: zlib's default (6), as Kafka's default is (Deflater.DEFAULT_COMPRESSION).
+        ConfigDef("compression.gzip.level", "int", -1, min=-1, max=9, also_not=0),
         ConfigDef("compression.lz4.level", "int", 9, min=1, max=17),
         ConfigDef("compression.zstd.level", "int", 3, min=-131072, max=22),
         ConfigDef("preallocate", "boolean", False),
@@ -127,6 +130,11 @@ def _parse(d: ConfigDef, value: Any, *, stored: bool = False) -> Any:
     if least is not None and parsed < least:
         raise ConfigError(
             f"Invalid value {parsed} for configuration {name}: Value must be at least {_num(least)}"
+        )
+    if d.also_not is not None and parsed == d.also_not:
+        raise ConfigError(
+            f"Invalid value {parsed} for configuration {name}: Value must be between "
+            f"{_num(d.also_not + 1)} and {_num(d.max)} or {_num(d.min)}"
         )
     if d.max is not None and parsed > d.max:
         raise ConfigError(

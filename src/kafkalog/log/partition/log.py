@@ -27,6 +27,7 @@ from ..segment import (
     FetchDataInfo,
     LogOffsetMetadata,
     LogSegment,
+    PinnedDescriptor,
     RollParams,
     TimestampAndOffset,
     walk_append,
@@ -40,6 +41,7 @@ __all__ = [
     "EARLIEST_TIMESTAMP",
     "LATEST_TIMESTAMP",
     "MAX_TIMESTAMP",
+    "FlushPlan",
     "Log",
     "LogAppendInfo",
     "OffsetOutOfRangeError",
@@ -51,12 +53,41 @@ MAX_TIMESTAMP = -3
 READ_UNCOMMITTED, READ_COMMITTED = "read_uncommitted", "read_committed"
 
 
-def _fsync_directory(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+@dataclass(eq=False)
+class FlushPlan:
+    """One flush of a log (:meth:`Log.plan_flush`): the descriptors to fsync, pinned, and the
+    marks the log moves to when they are (:meth:`Log.complete_flush`)."""
+
+    upto: int  # records below it are durable after the flush
+    recovery_point: int  # the recovery point after it
+    pins: list[PinnedDescriptor]
+    directory_fd: int | None  # the partition directory's, when an entry in it is new
+    generation: int  # the log's truncation count when planned
+
+    @property
+    def empty(self) -> bool:
+        """Nothing to fsync: completing moves the marks only."""
+        return not self.pins and self.directory_fd is None
+
+    def run(self) -> None:
+        """fsync everything planned (on any thread), then give the descriptors back; raises
+        the first fsync's error (the flush failed: complete nothing)."""
+        try:
+            for pin in self.pins:
+                pin.fsync()
+            if self.directory_fd is not None:
+                os.fsync(self.directory_fd)
+        finally:
+            self.release()
+
+    def release(self) -> None:
+        """Give the descriptors back without fsyncing (a plan not run). Twice is harmless."""
+        pins, self.pins = self.pins, []
+        for pin in pins:
+            pin.release()
+        fd, self.directory_fd = self.directory_fd, None
+        if fd is not None:
+            os.close(fd)
 
 
 class OffsetOutOfRangeError(KafkalogError, ValueError):
@@ -103,6 +134,11 @@ class Log:
         self.segments: list[LogSegment] = []
         self.log_start_offset = 0
         self.recovery_point = 0
+        # Records below it are durable (their .log fsynced): at or past the recovery point,
+        # which also needs the indexes durable (see plan_flush).
+        self.durable_offset = 0
+        self._truncations = 0  # plans made before a truncation are void (complete_flush)
+        self.closed = False
         self.load_notes: list[str] = []
         self.leader_epoch_cache = LeaderEpochFileCache(directory, writable=writable)
         self._producer_state: ProducerStateManager | None = None
@@ -157,6 +193,7 @@ class Log:
             if not had_clean_shutdown or loaded.recovered
             else min(max(recovery_point, log.log_start_offset), log._log_end_offset)
         )
+        log.durable_offset = log.recovery_point
         if writable:
             # Indexes were trimmed when the segment was closed: give the active one its room
             # back, or the next append would find them full and roll (Kafka's LogLoader does
@@ -359,24 +396,80 @@ class Log:
         return segment
 
     def flush(self, offset: int | None = None) -> None:
-        """fsync every segment holding offsets below ``offset`` (default: everything)."""
+        """fsync every segment holding offsets below ``offset`` (default: everything), indexes
+        included, and move the recovery point there: :meth:`plan_flush`, run, completed."""
+        plan = self.plan_flush(offset)
+        plan.run()
+        self.complete_flush(plan)
+
+    def plan_flush(self, offset: int | None = None, *, indexes: bool = True) -> FlushPlan:
+        """A flush in three steps, so that the fsyncs can run on another thread while the log
+        goes on taking appends (a broker's event loop): this plan, made on the log's thread,
+        pins the descriptors to fsync; :meth:`FlushPlan.run` fsyncs them on any thread;
+        :meth:`complete_flush`, on the log's thread again, moves the marks.
+
+        What is fsynced: every segment holding offsets below ``offset`` (default: the log end
+        now) that is not already durable, and the directory when one of them may have been
+        created since the last flush (Kafka's LocalLog.flush). ``indexes=False`` leaves out the
+        active segment's indexes, the costly part of an fsync per acks=all produce: the
+        ``.log`` is made durable (:attr:`durable_offset` moves) but the recovery point stops at
+        the active segment, so after a power cut recovery rebuilds those indexes from the
+        ``.log`` (the loader recovers every segment from the one holding the recovery point on,
+        as Kafka's LogLoader). A rolled segment is fsynced whole, indexes included, at the
+        first flush after its roll (Kafka flushes at roll), which moves the recovery point to
+        the active segment. Either way the recovery point only passes data whose ``.log`` and
+        indexes are durable.
+        """
         self._check_writable()
         upto = self._log_end_offset if offset is None else min(offset, self._log_end_offset)
+        segments = self.segments
+        pins = []
         new_segment = False
-        for segment in self.segments:
-            next_base = self._next_base(segment)
-            if next_base is not None and next_base <= self.recovery_point:
-                continue
-            if segment.base_offset < upto:
-                segment.flush()
-                new_segment = new_segment or segment.base_offset >= self.recovery_point
-        if new_segment:
-            # A segment created since the last flush: its directory entry must be durable
-            # too, or a power cut could lose the whole file (Kafka's LocalLog.flush).
-            _fsync_directory(self.dir)
-        # (The leader epoch cache needs nothing here: it writes its checkpoint, atomically and
-        # fsynced, whenever it changes.)
-        self.recovery_point = max(self.recovery_point, upto)
+        directory_fd = None
+        try:
+            for i, segment in enumerate(segments):
+                if segment.base_offset >= upto:
+                    break
+                next_base = segments[i + 1].base_offset if i + 1 < len(segments) else None
+                if next_base is not None and next_base <= self.recovery_point:
+                    continue  # its .log and indexes are durable
+                end = upto if next_base is None else min(next_base, upto)
+                log_durable = end <= self.durable_offset
+                with_indexes = indexes or next_base is not None  # a rolled segment: whole
+                if log_durable and not with_indexes:
+                    continue
+                pins += segment.pin_for_fsync(log=not log_durable, indexes=with_indexes)
+                # A segment created since the last flush: its directory entry must be durable
+                # too, or a power cut could lose the whole file.
+                new_segment = new_segment or segment.base_offset >= self.durable_offset
+            if new_segment:
+                directory_fd = os.open(self.dir, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        except BaseException:
+            for pin in pins:
+                pin.release()
+            raise
+        active_base = segments[-1].base_offset if segments else upto
+        recovery_point = upto if indexes else min(upto, active_base)
+        return FlushPlan(
+            upto=upto,
+            recovery_point=max(self.recovery_point, recovery_point),
+            pins=pins,
+            directory_fd=directory_fd,
+            generation=self._truncations,
+        )
+
+    def complete_flush(self, plan: FlushPlan) -> None:
+        """After ``plan`` ran without error: its records are durable (:attr:`durable_offset`)
+        and the recovery point moves. A truncation since the plan was made voids it (offsets
+        below its end may hold other bytes now): the marks stay, the next flush redoes it.
+        (The leader epoch cache needs nothing here: it writes its checkpoint, atomically and
+        fsynced, whenever it changes.)"""
+        if plan.generation != self._truncations:
+            return
+        self.durable_offset = max(self.durable_offset, min(plan.upto, self._log_end_offset))
+        self.recovery_point = max(
+            self.recovery_point, min(plan.recovery_point, self._log_end_offset)
+        )
         self._unflushed = 0
         self._last_flush_ms = self.clock.milliseconds()
 
@@ -508,6 +601,8 @@ class Log:
         self.active_segment.truncate_to(offset)
         self._log_end_offset = self.active_segment.read_next_offset()
         self.recovery_point = min(self.recovery_point, self._log_end_offset)
+        self.durable_offset = min(self.durable_offset, self._log_end_offset)
+        self._truncations += 1
         self.leader_epoch_cache.truncate_from_end(self._log_end_offset)
         self._producer_state = None  # reloaded from snapshots and replay on next use
 
@@ -599,6 +694,7 @@ class Log:
     # -- closing -----------------------------------------------------------------------------------
     def close(self) -> None:
         """Snapshot producer state and close every segment (indexes trimmed when writable)."""
+        self.closed = True
         if self.writable and self.segments:
             self.producer_state.update_map_end_offset(self._log_end_offset)
             self.producer_state.take_snapshot()

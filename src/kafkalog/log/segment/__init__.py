@@ -11,7 +11,7 @@ if TYPE_CHECKING:
     from .entry_walk import SegmentWalk
     from .fields import keys_and_offsets, record_fields
     from .file_cache import configured_capacity, default_cache
-    from .file_records import FileRecords, TimestampAndOffset
+    from .file_records import FileRecords, PinnedDescriptor, TimestampAndOffset
     from .log_segment import FetchDataInfo, LogOffsetMetadata, LogSegment, RollParams
     from .offset_index import OffsetIndex, OffsetPosition
     from .time_index import TimeIndex
@@ -24,6 +24,7 @@ _EXPORTS = {
     "ENTRY_SIZE": "txn_index",
     "FetchDataInfo": "log_segment",
     "FileRecords": "file_records",
+    "PinnedDescriptor": "file_records",
     "LogOffsetMetadata": "log_segment",
     "LogSegment": "log_segment",
     "OffsetIndex": "offset_index",
@@ -50,6 +51,7 @@ __all__ = [
     "LogSegment",
     "OffsetIndex",
     "OffsetPosition",
+    "PinnedDescriptor",
     "RollParams",
     "SegmentWalk",
     "TimeIndex",

@@ -63,6 +63,45 @@ class TimestampAndOffset:
     leader_epoch: int | None = None
 
 
+class PinnedDescriptor:
+    """A segment file's descriptor held for an fsync on another thread (a broker fsyncs off its
+    event loop).
+
+    Taken on the thread that owns the file: a :class:`CachedFile` is pinned (never evicted; a
+    ``close`` meanwhile is deferred to :meth:`release`, so the number is never reused under the
+    fsync), any other file's descriptor duplicated. The descriptor stays the file's even when
+    the file is renamed or deleted meanwhile (retention, the cleaner, a deleted topic): fsyncing
+    a deleted file's descriptor succeeds, so it never fails for that. :meth:`fsync` and
+    :meth:`release` may run on any thread; release exactly once (twice is harmless).
+    """
+
+    __slots__ = ("_file", "fd", "path")
+
+    def __init__(self, file: CachedFile | PinnedFile) -> None:
+        self.path = file.path
+        if isinstance(file, CachedFile):
+            self.fd = file.acquire()
+            self._file: CachedFile | None = file
+        else:
+            self.fd = file.dup()
+            self._file = None
+
+    def fsync(self) -> None:
+        os.fsync(self.fd)
+
+    def release(self) -> None:
+        fd, self.fd = self.fd, -1
+        if fd < 0:
+            return
+        if self._file is not None:
+            self._file.release()
+        else:
+            os.close(fd)
+
+    def __repr__(self) -> str:
+        return f"PinnedDescriptor({self.path!r}, fd={self.fd})"
+
+
 class FileRecords:
     """Log entries in a file, or a window ``[start, end)`` of one.
 
@@ -351,6 +390,11 @@ class FileRecords:
         if self.writable:
             with self.pinned_fd() as fd:
                 os.fsync(fd)
+
+    def pin_for_fsync(self) -> PinnedDescriptor | None:
+        """:meth:`flush` in two halves: the descriptor pinned now (on the thread that owns the
+        file), to be fsynced and released on any thread (None when read-only)."""
+        return PinnedDescriptor(self._file) if self.writable else None
 
     def truncate_to(self, size: int) -> int:
         """Cut the file to ``size`` bytes; returns the bytes removed."""

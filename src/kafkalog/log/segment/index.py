@@ -55,6 +55,7 @@ from ...errors import CorruptIndexError
 from ..datadir import open_regular_fd
 from ..errors import IndexOffsetOverflowError, InvalidOffsetError
 from .file_cache import CachedFile, FileCache, default_cache
+from .file_records import PinnedDescriptor
 
 __all__ = ["DEFAULT_MAX_INDEX_SIZE", "AbstractIndex", "IndexFile"]
 
@@ -93,6 +94,15 @@ class IndexFile(abc.ABC):
     def _held_file(self) -> CachedFile | None:
         """The descriptor the file is written (or read) through, when one is held."""
         return None
+
+    def pin_for_fsync(self) -> PinnedDescriptor | None:
+        """``flush`` in two halves: the written file's descriptor pinned now (on the thread that
+        owns the index), fsynced and released on any thread; None when there is nothing to
+        fsync (read-only, closed, or no file yet)."""
+        if not self._writable or getattr(self, "_closed", False):
+            return None
+        held = self._held_file()
+        return None if held is None or held.closed else PinnedDescriptor(held)
 
     @property
     def file(self) -> Path:

@@ -39,7 +39,7 @@ from ..datadir import log_file, offset_index_file, time_index_file, transaction_
 from ..errors import IndexOffsetOverflowError
 from ..partition import LogConfig
 from ..producer import CompletedTxn
-from .file_records import FileRecords, LogOffsetPosition, TimestampAndOffset
+from .file_records import FileRecords, LogOffsetPosition, PinnedDescriptor, TimestampAndOffset
 from .offset_index import OffsetIndex, OffsetPosition
 from .time_index import TimeIndex, TimestampOffset
 from .txn_index import AbortedTxn, TransactionIndex, TxnIndexSearchResult
@@ -568,6 +568,25 @@ class LogSegment:
         for index in (self.offset_index, self.time_index, self.txn_index):
             if index is not None:
                 index.flush()
+
+    def pin_for_fsync(self, *, log: bool = True, indexes: bool = True) -> list[PinnedDescriptor]:
+        """:meth:`flush` in two halves (the ``.log`` and/or the indexes): the descriptors pinned
+        now, on the log's thread, to be fsynced and released on any thread (see
+        :class:`~.file_records.PinnedDescriptor`)."""
+        parts = ([self.log] if log else []) + (
+            [self.offset_index, self.time_index, self.txn_index] if indexes else []
+        )
+        pins: list[PinnedDescriptor] = []
+        try:
+            for part in parts:
+                pin = part.pin_for_fsync() if part is not None else None
+                if pin is not None:
+                    pins.append(pin)
+        except BaseException:
+            for pin in pins:
+                pin.release()
+            raise
+        return pins
 
     def change_file_suffixes(self, old_suffix: str, new_suffix: str) -> None:
         """Rename every file of the segment (``.cleaned`` -> ``.swap`` -> ``""``, ``.deleted``)."""

@@ -16,6 +16,7 @@ unexpected is UNKNOWN_SERVER_ERROR for that partition, its traceback logged once
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import struct
 from typing import TYPE_CHECKING
@@ -109,7 +110,7 @@ def _log_unexpected(topic: str, index: int, error: BaseException) -> None:
     log.error("append to %s-%d failed", topic, index, exc_info=error)
 
 
-def _append_one(broker: Broker, topic: str, part: dict, version: int) -> tuple[dict, bool]:
+def _append_one(broker: Broker, topic: str, part: dict, version: int) -> tuple[dict, int | None]:
     """:func:`_append_partition`, any failure it did not expect an error code (never a crash
     of the request: the other partitions and the connection go on)."""
     try:
@@ -119,27 +120,31 @@ def _append_one(broker: Broker, topic: str, part: dict, version: int) -> tuple[d
         entry = {"index": part["index"], "base_offset": -1, "log_append_time_ms": -1,
                  "log_start_offset": -1, "error_code": ec.UNKNOWN_SERVER_ERROR,
                  "error_message": f"{type(e).__name__}: {e}"}  # fmt: skip
-        return entry, False
+        return entry, None
 
 
-def _append_partition(broker: Broker, topic: str, part: dict, version: int) -> tuple[dict, bool]:
-    """The partition's response entry, and whether records were appended (to flush)."""
+def _append_partition(
+    broker: Broker, topic: str, part: dict, version: int
+) -> tuple[dict, int | None]:
+    """The partition's response entry, and the offset below which the records it acknowledges
+    lie (what acks=all makes durable; a duplicate's too, whose first answer may have failed its
+    fsync), None when it acknowledges none."""
     index = part["index"]
     entry = {"index": index, "base_offset": -1, "log_append_time_ms": -1}
     partition_log = broker.get_log(topic, index)
     if partition_log is None:
         entry["error_code"] = ec.UNKNOWN_TOPIC_OR_PARTITION
-        return entry, False
+        return entry, None
     entry["log_start_offset"] = partition_log.log_start_offset
     records = part["records"]
     if records is None:
         entry["error_code"] = ec.INVALID_RECORD
         entry["error_message"] = "Produce request carries null records"
-        return entry, False
+        return entry, None
     refused = check_request_records(version, records)
     if refused is not None:
         entry["error_code"], entry["error_message"] = refused
-        return entry, False
+        return entry, None
     try:
         info = broker.append(topic, index, records, origin="client")
     except RecordValidationError as e:
@@ -148,22 +153,22 @@ def _append_partition(broker: Broker, topic: str, part: dict, version: int) -> t
         entry["record_errors"] = [
             {"batch_index": i, "batch_index_error_message": m} for i, m in e.errors
         ]
-        return entry, False
+        return entry, None
     except KafkalogError as e:
         entry["error_code"] = ec.code_of(e)
         entry["error_message"] = str(e)
         if entry["error_code"] in (ec.UNKNOWN_SERVER_ERROR, ec.KAFKA_STORAGE_ERROR):
             log.error("append to %s-%d failed: %s", topic, index, e)
-        return entry, False
+        return entry, None
     except (ValueError, OverflowError) as e:  # the record layer refusing untyped
         entry["error_code"], entry["error_message"] = error_of(e)
         log.warning("append to %s-%d refused: %s", topic, index, entry["error_message"])
-        return entry, False
+        return entry, None
     entry["base_offset"] = info.first_offset
     if info.log_append_time >= 0:
         entry["log_append_time_ms"] = info.log_append_time
     entry["log_start_offset"] = partition_log.log_start_offset
-    return entry, not info.duplicate
+    return entry, info.last_offset + 1
 
 
 def handlers(broker: Broker) -> dict[int, Handler]:
@@ -180,19 +185,30 @@ def handlers(broker: Broker) -> dict[int, Handler]:
                                   "base_offset": -1, "log_append_time_ms": -1,
                                   "log_start_offset": -1})  # fmt: skip
                     continue
-                entry, appended = _append_one(broker, topic, part, ctx.api_version)
+                entry, durable_below = _append_one(broker, topic, part, ctx.api_version)
                 parts.append(entry)
-                if appended:
-                    written.append((topic, part["index"], entry))
+                if durable_below is not None:
+                    written.append((topic, part["index"], entry, durable_below))
             responses.append({"name": topic, "partition_responses": parts})
-        if acks == -1:
-            for topic, index, entry in written:
-                try:
-                    await broker.flush(topic, index)
-                except OSError as e:  # appended but not durable: the client must not count on it
-                    log.error("fsync of %s-%d failed: %s", topic, index, e)
+        if acks == -1 and written:
+            # The partitions' fsyncs at once, off the event loop, each joined with other
+            # requests' to the same partition (Broker.flush).
+            flushed = await asyncio.gather(
+                *(broker.flush(topic, index, offset) for topic, index, _, offset in written),
+                return_exceptions=True,
+            )
+            for (topic, index, entry, _), error in zip(written, flushed):
+                if error is None:
+                    continue
+                # appended but not durable: the client must not count on it
+                if isinstance(error, OSError):
+                    log.error("fsync of %s-%d failed: %s", topic, index, error)
                     entry["error_code"] = ec.KAFKA_STORAGE_ERROR
-                    entry["error_message"] = f"fsync failed: {e}"
+                    entry["error_message"] = f"fsync failed: {error}"
+                else:
+                    _log_unexpected(topic, index, error)
+                    entry["error_code"] = ec.UNKNOWN_SERVER_ERROR
+                    entry["error_message"] = f"flush failed: {type(error).__name__}: {error}"
         if acks == 0:
             failed = [
                 f"{t['name']}-{p['index']}: error {p['error_code']}"

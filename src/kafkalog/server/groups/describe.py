@@ -7,7 +7,7 @@ CompletingRebalance, Stable, Dead); the state filter of ListGroups matches them 
 
 from __future__ import annotations
 
-from ..error_codes import NONE
+from ..error_codes import GROUP_ID_NOT_FOUND, NONE
 from ..handlers import RequestContext
 from .coordinator import GroupCoordinator
 from .state import GroupState
@@ -33,10 +33,16 @@ async def list_groups(coordinator: GroupCoordinator, ctx: RequestContext, req: d
 
 
 async def describe_groups(coordinator: GroupCoordinator, ctx: RequestContext, req: dict) -> dict:
-    """DescribeGroups: an unknown group is reported Dead without error, as Kafka does."""
+    """DescribeGroups: an unknown (or deleted) group is GROUP_ID_NOT_FOUND from v6 on
+    (KIP-1043), and Dead without error before, as Kafka answers."""
     out = []
     for group_id in req.get("groups") or []:
         group = coordinator.groups.get(group_id)
+        if (group is None or group.is_in(_DEAD)) and ctx.api_version >= 6:
+            out.append({"error_code": GROUP_ID_NOT_FOUND, "error_message":
+                        f"Group {group_id} not found.", "group_id": group_id, "group_state": "",
+                        "protocol_type": "", "protocol_data": "", "members": []})  # fmt: skip
+            continue
         if group is None:
             out.append({"error_code": NONE, "group_id": group_id, "group_state": "Dead",
                         "protocol_type": "", "protocol_data": "", "members": []})  # fmt: skip
