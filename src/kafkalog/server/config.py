@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..errors import KafkalogError
 from ..protocol import DEFAULT_MAX_REQUEST_SIZE
 from .security.listeners import Listener
 
@@ -53,3 +55,30 @@ class ServerConfig:
     def all_listeners(self) -> list[Listener]:
         """The listeners: ``listeners``, else PLAINTEXT on ``host:port``."""
         return list(self.listeners) or [Listener("PLAINTEXT", self.host, self.port)]
+
+
+def parse_bool(value: str) -> bool:
+    """A boolean broker config as Kafka's ConfigDef reads one: ``true`` or ``false``."""
+    lowered = str(value).strip().lower()
+    if lowered not in ("true", "false"):
+        raise ValueError(f"expected true or false, not {value!r}")
+    return lowered == "true"
+
+
+def broker_settings(
+    extra: dict[str, str],
+    table: Iterable[tuple[str, str, Callable[[str], object], float | None]],
+) -> dict[str, object]:
+    """The broker configs of ``table`` (Kafka name, field name, parser, minimum or None) given
+    in ``extra``, parsed and checked, by field name; a bad value is a KafkalogError naming it."""
+    values: dict[str, object] = {}
+    for name, field_name, parse, minimum in table:
+        if name in extra:
+            try:
+                value = parse(extra[name])
+            except ValueError as e:
+                raise KafkalogError(f"{name}: {e}") from None
+            if minimum is not None and value < minimum:  # type: ignore[operator]
+                raise KafkalogError(f"{name} must be at least {minimum}, not {value}")
+            values[field_name] = value
+    return values

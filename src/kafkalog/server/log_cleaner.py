@@ -48,7 +48,7 @@ from ..log.datadir import (
     read_offset_checkpoint,
     write_offset_checkpoint,
 )
-from .config import ServerConfig
+from .config import ServerConfig, broker_settings, parse_bool
 
 __all__ = ["CleanerSettings", "LogCleaner"]
 
@@ -56,13 +56,6 @@ log = logging.getLogger("kafkalog.server")
 
 PARTITIONS_PER_TURN = 64  # logs ranked before the loop gets a turn
 _DEDUPE_MINIMUM = 48  # two 24-byte entries: the smallest offset map that makes progress
-
-
-def _bool(value: str) -> bool:
-    lowered = str(value).strip().lower()
-    if lowered not in ("true", "false"):
-        raise ValueError(f"expected true or false, not {value!r}")
-    return lowered == "true"
 
 
 def _ratio(value: str) -> float:
@@ -85,23 +78,14 @@ class CleanerSettings:
     @classmethod
     def from_config(cls, config: ServerConfig) -> CleanerSettings:
         extra = getattr(config, "extra", None) or {}
-        values: dict = {}
-        for name, field_name, parse, minimum in (
-            ("log.cleaner.enable", "enable", _bool, None),
+        table = (
+            ("log.cleaner.enable", "enable", parse_bool, None),
             ("log.cleaner.backoff.ms", "backoff_ms", int, 0),
             ("log.cleaner.min.cleanable.ratio", "min_cleanable_ratio", _ratio, None),
             ("log.cleaner.dedupe.buffer.size", "dedupe_buffer_size", int, _DEDUPE_MINIMUM),
             ("log.cleaner.io.buffer.size", "io_buffer_size", int, 0),
-        ):
-            if name in extra:
-                try:
-                    value = parse(extra[name])
-                except ValueError as e:
-                    raise KafkalogError(f"{name}: {e}") from None
-                if minimum is not None and value < minimum:
-                    raise KafkalogError(f"{name} must be at least {minimum}, not {value}")
-                values[field_name] = value
-        return cls(**values)
+        )
+        return cls(**broker_settings(extra, table))
 
     def broker_configs(self) -> dict[str, str]:
         return {

@@ -39,10 +39,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..errors import KafkalogError
 from ..log.datadir import TopicPartition
 from ..log.segment import LogSegment
-from .config import ServerConfig
+from .config import ServerConfig, broker_settings, parse_bool
 
 __all__ = ["LogRetention", "RetentionSettings"]
 
@@ -50,13 +49,6 @@ log = logging.getLogger("kafkalog.server")
 
 # Partitions handled before the loop gets a turn (each is a few comparisons unless it deletes).
 PARTITIONS_PER_TURN = 64
-
-
-def _bool(value: str) -> bool:
-    lowered = str(value).strip().lower()
-    if lowered not in ("true", "false"):
-        raise ValueError(f"expected true or false, not {value!r}")
-    return lowered == "true"
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,21 +62,12 @@ class RetentionSettings:
     @classmethod
     def from_config(cls, config: ServerConfig) -> RetentionSettings:
         extra = getattr(config, "extra", None) or {}
-        values: dict = {}
-        for name, field_name, parse, minimum in (
+        table = (
             ("log.retention.check.interval.ms", "check_interval_ms", int, 1),
             ("log.initial.task.delay.ms", "initial_delay_ms", int, 0),
-            ("log.cleaner.enable", "cleaner_enable", _bool, None),
-        ):
-            if name in extra:
-                try:
-                    value = parse(extra[name])
-                except ValueError as e:
-                    raise KafkalogError(f"{name}: {e}") from None
-                if minimum is not None and value < minimum:
-                    raise KafkalogError(f"{name} must be at least {minimum}, not {value}")
-                values[field_name] = value
-        return cls(**values)
+            ("log.cleaner.enable", "cleaner_enable", parse_bool, None),
+        )
+        return cls(**broker_settings(extra, table))
 
     def broker_configs(self) -> dict[str, str]:
         return {
