@@ -41,7 +41,7 @@ from pathlib import Path
 
 from fast import columns, make
 
-from kafkalog.cli import dump_log
+from kafkalog.cli.dump import columnar as dump_log
 from kafkalog.cli.main import main as cli_main
 from kafkalog.format import MemoryRecords
 from kafkalog.format import columnar as fast

@@ -3,7 +3,8 @@
 # consumer/producer of kafka-it/ for the tests in tests/apache_kafka (docs/kafka-tests.md). Idempotent:
 # downloaded and built once per machine and Kafka version into
 #   ${KAFKALOG_CACHE:-${XDG_CACHE_HOME:-~/.cache}/kafkalog}/kafka-VERSION/{lib/*.jar,kafka-it.jar}
-# and then a no-op that takes milliseconds. On success the last line of stdout is that directory.
+# (and tiered-storage/, Kafka's LocalTieredStorage, when the release publishes it) and then a
+# no-op that takes milliseconds. On success the last line of stdout is that directory.
 #
 # Maven and a JDK are installed from Debian's packages when missing and run as root (unless
 # KAFKALOG_KAFKA_INSTALL=0, as the pytest fixtures set it: only scripts/test.sh installs). Without
@@ -36,7 +37,8 @@ hash_of() { (echo "$version"; cat "$@") | sha256sum | cut -c1-16; }
 lib_stamp=$(hash_of kafka-it/pom.xml)
 jar_stamp=$(hash_of kafka-it/pom.xml $(find kafka-it/src -type f | LC_ALL=C sort))
 if [ "$(cat "$home/lib.stamp" 2>/dev/null)" = "$lib_stamp" ] &&
-    [ "$(cat "$home/jar.stamp" 2>/dev/null)" = "$jar_stamp" ]; then
+    [ "$(cat "$home/jar.stamp" 2>/dev/null)" = "$jar_stamp" ] &&
+    [ "$(cat "$home/tiered-storage.stamp" 2>/dev/null)" = "$lib_stamp" ]; then
     echo "$home"
     exit 0
 fi
@@ -90,6 +92,23 @@ if [ "$(cat "$home/lib.stamp" 2>/dev/null)" != "$lib_stamp" ]; then
     run_mvn dependency:copy-dependencies -DoutputDirectory="$home/lib.new"
     rm -rf "$home/lib" && mv "$home/lib.new" "$home/lib"
     echo "$lib_stamp" >"$home/lib.stamp"
+fi
+# Kafka's own remote storage for tests (LocalTieredStorage, in kafka-storage's test jar) for the
+# tiered storage tests (docs/tiered-storage.md), kept apart from lib/ so that no other broker has
+# it on its classpath. Not every release publishes that jar (4.2.2 and 4.4.0 do not): its absence
+# is no error, it is written down in tiered-storage.missing.
+if [ "$(cat "$home/tiered-storage.stamp" 2>/dev/null)" != "$lib_stamp" ]; then
+    rm -rf "$home/tiered-storage" "$home/tiered-storage.missing"
+    if ! "$mvn" -q -B -f kafka-it/pom.xml -Dkafkalog.build="$home/build" dependency:copy \
+        -Dartifact="org.apache.kafka:kafka-storage:$version:jar:test" \
+        -DoutputDirectory="$home/tiered-storage" >"$log" 2>&1; then
+        rm -rf "$home/tiered-storage"
+        echo "scripts/kafka.sh: no kafka-storage test jar (LocalTieredStorage) for Kafka $version:" \
+            "the tiered storage tests run another version" >&2
+        echo "Maven Central has no org.apache.kafka:kafka-storage:$version:jar:test (Kafka's" \
+            "LocalTieredStorage) or it could not be resolved" >"$home/tiered-storage.missing"
+    fi
+    echo "$lib_stamp" >"$home/tiered-storage.stamp"
 fi
 if [ "$(cat "$home/jar.stamp" 2>/dev/null)" != "$jar_stamp" ]; then
     echo "scripts/kafka.sh: building kafka-it (reference consumer/producer) against Kafka $version" >&2

@@ -23,6 +23,7 @@ DOORS = (
     "kafkalog.log.datadir",
     "kafkalog.log.verify",
     "kafkalog.dataset",
+    "kafkalog.cli.dump",
 )
 # Packages whose __init__ exports names (kafkalog.log: the names most callers want, beside its
 # subpackages' doors).

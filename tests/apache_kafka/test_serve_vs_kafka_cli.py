@@ -188,7 +188,9 @@ def compare(
 @pytest.fixture(scope="module")
 def both(kafka_dist, kafka_broker, tmp_path_factory) -> Both:
     data = tmp_path_factory.mktemp("serve-vs-kafka")
-    serve = ServerProcess(data / "data", "--node-id", "1", "--no-auto-create-topics")
+    # As the fixture's Kafka broker, whose server.properties sets log.retention.ms=-1.
+    serve = ServerProcess(data / "data", "--node-id", "1", "--no-auto-create-topics",
+                          "--config", "log.retention.ms=-1")  # fmt: skip
     serve.start()
     try:
         yield Both(
@@ -242,25 +244,6 @@ def no_cluster_min_isr(text: str) -> str:
     )
 
 
-def fixture_retention(text: str) -> str:
-    """Not a difference: the fixture's Kafka broker sets ``log.retention.ms=-1`` in its
-    server.properties (a STATIC_BROKER_CONFIG), which `kafka-topics --describe` lists for a topic
-    without its own retention.ms; serve has the default."""
-    return re.sub(r"(Configs: .*?)retention\.ms=-1,?", r"\1", text).rstrip(",")
-
-
-def own_synonyms_only(text: str) -> str:
-    """3. DescribeConfigs' synonyms: Kafka lists the topic override and then the broker configs
-    behind it (``DEFAULT_CONFIG:log.retention.hours=168``, ``STATIC_BROKER_CONFIG:...``); serve
-    lists only the entry itself under its topic name."""
-
-    def one(m: re.Match) -> str:
-        first = m.group(1).split(", ")[0]
-        return "synonyms={" + first + "}"
-
-    return re.sub(r"synonyms=\{([^}]*)\}", one, text)
-
-
 # --- The tests ----------------------------------------------------------------------------------
 
 
@@ -288,22 +271,21 @@ def test_kafka_topics(both: Both) -> None:
     compare(steps, kafka, serve, {3: describe, 5: describe})
 
 
-def all_configs_names_and_values(text: str) -> str:
-    """`kafka-configs --describe --all` without synonyms (difference 3) and with the entries
-    that legitimately differ taken out: the fixture broker's static ``log.retention.ms=-1``
-    (docs/kafka-tests.md) and the cluster's min.insync.replicas (difference 2) keep their values
-    in both; see ``all_configs_differences`` for the rest."""
-    return "\n".join(re.sub(r" synonyms=\{.*\}$", "", line) for line in text.splitlines())
+def no_cluster_min_isr_default(text: str) -> str:
+    """2. `kafka-configs --entity-type brokers --entity-default --describe` lists Kafka's
+    cluster-wide min.insync.replicas=1, which serve does not set."""
+    return "\n".join(x for x in text.splitlines() if not x.startswith("min.insync.replicas=1 "))
 
 
 def all_configs_differences(text: str) -> str:
-    """4. The topic configs serve knows are those of Kafka 4.0-4.3: Kafka 4.4's
+    """3. The topic configs serve knows are those of Kafka 4.0-4.3: Kafka 4.4's
     max.decompressed.message.bytes, remote.copy.lag.bytes and remote.copy.lag.ms are missing;
-    message.downconversion.enable (removed in 4.0, KIP-724) is still listed."""
+    message.downconversion.enable (removed in 4.0, KIP-724) is still listed. And difference 2:
+    min.insync.replicas has no cluster-wide dynamic default among its synonyms."""
     new = ("remote.copy.lag.", "max.decompressed.message.bytes=")
     lines = [x for x in text.splitlines() if not x.startswith(new)]
-    lines = [x.replace("retention.ms=-1 ", "retention.ms=604800000 ") for x in lines]
-    lines.append("message.downconversion.enable=true sensitive=false")
+    lines = [x.replace("DYNAMIC_DEFAULT_BROKER_CONFIG:min.insync.replicas=1, ", "") for x in lines]
+    lines.append("message.downconversion.enable=true sensitive=false synonyms={}")
     return "\n".join(sorted(lines))
 
 
@@ -326,21 +308,40 @@ def test_kafka_configs(both: Both) -> None:
     ]  # fmt: skip
     kafka, serve = both.run(steps)
     describe = lambda text: no_elr(no_cluster_min_isr(text))  # noqa: E731
-    everything = lambda text: all_configs_differences(  # noqa: E731
-        all_configs_names_and_values(text)
-    )
-    compare(
-        steps,
-        kafka,
-        serve,
-        {
-            2: own_synonyms_only,
-            4: own_synonyms_only,
-            5: everything,
-            7: lambda text: fixture_retention(describe(text)),
-        },
-        serve_view={5: all_configs_names_and_values},
-    )
+    compare(steps, kafka, serve, {5: all_configs_differences, 7: describe})
+
+
+def test_kafka_configs_brokers(both: Both) -> None:
+    """kafka-configs on the broker: cluster-wide defaults (--entity-default) and this node's
+    dynamic configs (--entity-name 1) set, described, seen in a topic's effective configs,
+    refused where Kafka refuses them (a static config), deleted again."""
+    t = name("broker-defaults")
+    default = ("--bootstrap-server", BOOT, "--entity-type", "brokers", "--entity-default")
+    node = ("--bootstrap-server", BOOT, "--entity-type", "brokers", "--entity-name", "1")
+    topic = ("--bootstrap-server", BOOT, "--entity-type", "topics", "--entity-name", t)
+    retention = only_lines(r"^\s*(retention\.ms|segment\.bytes)=")
+    steps = [
+        step(TOPICS, "--bootstrap-server", BOOT, "--create", "--topic", t),
+        step(CONFIGS, *default, "--alter", "--add-config",
+             "log.retention.ms=3600000,log.cleaner.backoff.ms=20000"),
+        step(CONFIGS, *default, "--describe", sort=True),
+        step(CONFIGS, *node, "--alter", "--add-config", "log.segment.bytes=2000000"),
+        step(CONFIGS, *node, "--describe", sort=True),
+        step(CONFIGS, *topic, "--describe", "--all", out=retention, sort=True),
+        step(CONFIGS, *default, "--alter", "--add-config", "log.dirs=/elsewhere",
+             out=stdout_and_errors),
+        step(CONFIGS, *default, "--alter", "--delete-config",
+             "log.retention.ms,log.cleaner.backoff.ms"),
+        step(CONFIGS, *node, "--alter", "--delete-config", "log.segment.bytes"),
+        step(CONFIGS, *default, "--describe", sort=True),
+        step(CONFIGS, *node, "--describe", sort=True),
+        step(CONFIGS, *topic, "--describe", "--all", out=retention, sort=True),
+    ]  # fmt: skip
+    try:
+        kafka, serve = both.run(steps)
+    finally:  # the Kafka broker is shared by the session's other tests
+        both.run(steps[7:9])
+    compare(steps, kafka, serve, {2: no_cluster_min_isr_default, 9: no_cluster_min_isr_default})
 
 
 CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
@@ -478,7 +479,7 @@ def test_get_offsets_and_delete_records(both: Both) -> None:
 
 
 def deleted_segment_gone(text: str, partition: str) -> str:
-    """5. Max timestamp (-3) after DeleteRecords up to the high watermark: Kafka keeps the
+    """4. Max timestamp (-3) after DeleteRecords up to the high watermark: Kafka keeps the
     segment below the new log start until its next retention pass and still answers the offset
     of its largest timestamp (below the log start); serve deletes such segments at once
     (docs/server.md), so the partition has no record and no answer (the tool prints no line)."""
@@ -498,7 +499,7 @@ def times_and_ids(text: str) -> str:
 
 
 def epoch_not_bumped(text: str) -> str:
-    """6. Transactions: Kafka 4 finalizes transaction.version=2 (KIP-890), whose coordinator
+    """5. Transactions: Kafka 4 finalizes transaction.version=2 (KIP-890), whose coordinator
     bumps the producer epoch at the end of every transaction (the epoch is 1 after the first);
     serve advertises no transaction version, so the client runs version 1 transactions and the
     epoch stays 0."""
@@ -531,6 +532,50 @@ def test_transactions(both: Both) -> None:
     ]  # fmt: skip
     kafka, serve = both.run(steps)
     compare(steps, kafka, serve, {1: epoch_not_bumped, 2: epoch_not_bumped})
+
+
+def producers_table(code: int, stdout: str, stderr: str) -> str:
+    """kafka-transactions describe-producers: the producer id and last timestamp differ run to
+    run (the columns: producer id, epoch, coordinator epoch, last sequence, last timestamp,
+    current transaction start offset)."""
+    lines = [f"exit {code}"]
+    for line in stdout.splitlines():
+        f = line.split()
+        if len(f) == 6 and f[0].isdigit():
+            f[0], f[4] = "<pid>", "<time>"
+        lines.append(" ".join(f))
+    errors = [x for x in stderr.splitlines() if re.match(r"^(Error|Exception|.*Exception:)", x)]
+    return "\n".join(lines + errors)
+
+
+def test_transactions_find_hanging_and_abort(both: Both) -> None:
+    """kafka-transactions describe-producers, find-hanging and abort (DescribeProducers and
+    WriteTxnMarkers): a transaction left open by its producer is listed with its start offset,
+    is not hanging while its coordinator knows it, and is aborted by hand from its partition's
+    start offset; the producer then has no open transaction and read_committed consumers pass it."""
+    t, open_txn = name("txn-abort"), name("txn-open")
+    both.run([step(TOPICS, "--bootstrap-server", BOOT, "--create", "--topic", t,
+                   "--partitions", "1")])  # fmt: skip
+    record = {"topic": t, "partition": 0, "key": None, "value": "dg==", "headers": []}
+    both.produce([{"op": "begin"}, record, record, {"op": "halt"}], transactional_id=open_txn)
+    both.produce([record], transactional_id=None)
+    describe = step(TRANSACTIONS, "--bootstrap-server", BOOT, "describe-producers", "--topic", t,
+                    "--partition", "0", out=producers_table, sort=True)  # fmt: skip
+    steps = [
+        describe,
+        step(TRANSACTIONS, "--bootstrap-server", BOOT, "find-hanging", "--topic", t,
+             "--max-transaction-timeout", "0", out=stdout_and_errors),
+        step(TRANSACTIONS, "--bootstrap-server", BOOT, "abort", "--topic", t, "--partition", "0",
+             "--start-offset", "0", out=stdout_and_errors),
+        describe,
+        step(CONSUMER, "--bootstrap-server", BOOT, "--topic", t, "--from-beginning",
+             "--isolation-level", "read_committed", "--timeout-ms", "5000",
+             "--property", "print.offset=true", out=stdout_and_errors),
+        step(TRANSACTIONS, "--bootstrap-server", BOOT, "abort", "--topic", t, "--partition", "0",
+             "--start-offset", "7", out=stdout_and_errors),
+    ]  # fmt: skip
+    kafka, serve = both.run(steps)
+    compare(steps, kafka, serve)
 
 
 def verifiable_summary(code: int, stdout: str, stderr: str) -> str:

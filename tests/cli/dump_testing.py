@@ -14,6 +14,7 @@ from kafka.record import MemoryRecords as KpMemoryRecords
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from kafkalog.cli import dump
+from kafkalog.cli.arguments import add_command
 
 CODECS = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 
@@ -33,7 +34,7 @@ def kp_v2_batch(base_offset: int, records: list[tuple[int, bytes | None, bytes |
 def run_dump(*argv: str) -> tuple[int, str, str]:
     """``kafkalog dump ARGV`` in-process through the command's own parser: (status, out, err)."""
     parser = argparse.ArgumentParser(prog="kafkalog")
-    dump.add_parser(parser.add_subparsers())
+    add_command(parser.add_subparsers(), "dump", dump)
     args = parser.parse_args(["dump", *argv])
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):

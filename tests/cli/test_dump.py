@@ -22,7 +22,7 @@ from kafka.record import MemoryRecords as KpMemoryRecords
 from kafka.record.default_records import DefaultRecordBatchBuilder
 from kafka.record.legacy_records import LegacyRecordBatchBuilder
 
-from kafkalog.cli import dump_log
+from kafkalog.cli.dump import columnar
 
 from .console import kafkalog_exe, run_console
 from .dump_testing import kafka_dump_log_lines, run_dump
@@ -202,7 +202,7 @@ def test_record_metadata_lines_are_kafka_dump_logs(tmp_path_factory, batches) ->
     assert status == 0, err
     assert out.splitlines()[2:] == kafka_dump_log_lines(data, deep=True, print_data=False)
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(dump_log, "_LINES_MIN_RECORDS", 1 << 62)
+        mp.setattr(columnar, "_LINES_MIN_RECORDS", 1 << 62)
         assert run_dump("--deep-iteration", str(path)) == (status, out, err)
 
 

@@ -164,13 +164,13 @@ def test_any_legacy_attributes_never_end_in_a_traceback(which, attributes, deep)
 
 def test_unexpected_typed_error_is_reported_not_raised(tmp_path, v2_segment, monkeypatch):
     """Whatever typed error a dumper lets escape is reported with the file (exit 1)."""
-    from kafkalog.cli import dump_log
+    from kafkalog.cli.dump.segments import LogDump
     from kafkalog.errors import KafkalogError
 
     def broken(self, progress):
         raise KafkalogError("something unforeseen", position=7)
 
-    monkeypatch.setattr(dump_log.LogDump, "dump", broken)
+    monkeypatch.setattr(LogDump, "dump", broken)
     path = tmp_path / SEGMENT
     path.write_bytes(v2_segment)
     status, _, err = run_dump(str(path))

@@ -17,7 +17,7 @@ import pytest
 from kafka.protocol.old.types import Array, Bytes, Int8, Int16, Int32, Int64, Schema, String
 from kafka.record import MemoryRecords as KpMemoryRecords
 
-from kafkalog.cli.dump_kafka_json import java_json
+from kafkalog.cli.dump.kafka_json import java_json
 from shared_fixtures import KAFKA_DATA, requires_shared_fixtures
 
 from .dump_testing import (

@@ -46,6 +46,10 @@ class FakeBroker:
     def log(self, topic: str, partition: int):
         return self.log_manager.get_or_create_log(TopicPartition(topic, partition))
 
+    def get_log(self, topic: str, partition: int):
+        """The partition's log, None when it does not exist (as the broker's)."""
+        return self.log_manager.get_log(TopicPartition(topic, partition))
+
     async def append_records(self, topic: str, partition: int, records: bytes, *, origin: str):
         info = self.log(topic, partition).append_as_leader(records, origin=AppendOrigin(origin))
         return info.first_offset, info.last_offset

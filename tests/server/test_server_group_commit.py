@@ -74,7 +74,8 @@ def produce(client: WireClient, topic: str, batches: dict[int, list[bytes]], ack
 class SlowFsync:
     """``os.fsync`` that waits ``delay`` seconds (or until ``gate`` opens) for segment ``.log``
     files under ``root``, then does the real fsync; records the threads segment files were
-    fsynced on (a roll's producer snapshot is written on the loop, as before)."""
+    fsynced on (a roll's producer snapshot is written on the loop and fsynced by the flush the
+    roll starts, on the fsync pool: see test_server_loop_fsync)."""
 
     def __init__(self, root: Path, delay: float = 0.0) -> None:
         self.root = str(root) + os.sep

@@ -18,6 +18,8 @@ from kafkalog.format.builder import MemoryRecordsBuilder
 from kafkalog.format.internal import decode_transaction_log_key, decode_transaction_log_value
 from kafkalog.log.datadir.naming import TopicPartition
 from kafkalog.server import coordinators
+from kafkalog.server import error_codes as ec
+from kafkalog.server.apis import transactions as partition_txn_apis
 from kafkalog.server.txn.producer_ids import (
     PRODUCER_ID_BLOCK_SIZE,
     PRODUCER_IDS_FILE_NAME,
@@ -360,5 +362,56 @@ def test_no_zombie_marker_where_a_newer_epoch_already_wrote(tmp_path):
         assert await h.end(pid, epoch, False) == 0
         assert h.markers("t", 0) == [("ABORT", pid, epoch)]
         assert h.markers("t", 1) == []  # the log refuses an older epoch's marker
+
+    run(body, tmp_path)
+
+
+def test_describe_producers_and_write_txn_markers(tmp_path):
+    """kafka-transactions' partition-side APIs: DescribeProducers shows the open transaction's
+    start offset; a marker written by hand ends it (the last stable offset moves), and the log's
+    epoch rules refuse an older producer or coordinator epoch, as Kafka's."""
+
+    async def body(h):
+        apis = partition_txn_apis.handlers(h.broker)
+        describe, write = apis[61], apis[27]
+
+        async def producers(partition=0):
+            req = {"topics": [{"name": "t", "partition_indexes": [partition]}]}
+            (entry,) = (await describe(ctx(61, 0), req))["topics"][0]["partitions"]
+            return entry
+
+        async def marker(pid, epoch, coordinator_epoch, commit=False, partitions=(0,)):
+            topics = [{"name": "t", "partition_indexes": list(partitions)}]
+            req = {"markers": [{"producer_id": pid, "producer_epoch": epoch, "topics": topics,
+                                "transaction_result": commit,
+                                "coordinator_epoch": coordinator_epoch}]}  # fmt: skip
+            answer = await write(ctx(27, 1), req)
+            return [p["error_code"] for p in answer["markers"][0]["topics"][0]["partitions"]]
+
+        r = await h.init()
+        pid, epoch = r["producer_id"], r["producer_epoch"]
+        await h.add(pid, epoch, [("t", 0)])
+        await h.produce(pid, epoch, 0, [b"a", b"b"])
+        entry = await producers()
+        assert entry["error_code"] == 0
+        (state,) = entry["active_producers"]
+        assert (state["producer_id"], state["producer_epoch"], state["last_sequence"]) == (
+            pid,
+            0,
+            1,
+        )
+        assert state["current_txn_start_offset"] == 0
+        assert h.log().last_stable_offset == 0
+        assert (await producers(7))["error_code"] == ec.UNKNOWN_TOPIC_OR_PARTITION
+        assert await marker(pid, epoch, 5, partitions=(0, 9)) == [0, ec.UNKNOWN_TOPIC_OR_PARTITION]
+        assert h.markers() == [("ABORT", pid, epoch)]
+        assert h.log().last_stable_offset == h.log().log_end_offset == 3
+        (state,) = (await producers())["active_producers"]
+        assert (state["current_txn_start_offset"], state["coordinator_epoch"]) == (-1, 5)
+        info = h.log().read(0, 1 << 20, isolation="read_committed")
+        assert [(a.producer_id, a.first_offset) for a in info.aborted_transactions] == [(pid, 0)]
+        assert await marker(pid, epoch, 4) == [ec.TRANSACTION_COORDINATOR_FENCED]
+        assert await marker(pid, epoch - 1, 5) == [ec.INVALID_PRODUCER_EPOCH]
+        assert h.markers() == [("ABORT", pid, epoch)]  # nothing written by the refused ones
 
     run(body, tmp_path)

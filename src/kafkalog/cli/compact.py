@@ -15,19 +15,26 @@ import sys
 
 from ..errors import EXIT_OK, EXIT_PROBLEMS, KafkalogError
 from ..log.error_location import locate_in_partition
+from .failures import UsageError, guarded, report
 from .operate import (
-    UsageError,
     add_apply_flag,
     add_now_option,
     cleanup_policy,
     index_problem,
     logs_in_progress,
     now_ms,
-    operator_parser,
+    operator_arguments,
     resolve_target,
-    write_json,
 )
+from .output import write_json
 
+SUMMARY = "run the log cleaner on compacted topics now (dry run unless --apply)"
+DESCRIPTION = (
+    "Compact the logs of topics with cleanup.policy=compact (or compact,delete) "
+    "with Kafka's log cleaner rules: the latest record of each key is kept, older ones, "
+    "expired tombstones, aborted transactions' records and finished transactions' markers "
+    "go. Retention of compact,delete topics is `kafkalog retention`."
+)
 EXAMPLES = """\
 examples:
   kafkalog compact /var/lib/kafka/data                   # what the cleaner would remove now
@@ -40,18 +47,8 @@ the data directory is locked by a running broker
 """
 
 
-def add_parser(commands) -> None:
-    with operator_parser(
-        commands,
-        "compact",
-        body=_run,
-        summary="run the log cleaner on compacted topics now (dry run unless --apply)",
-        description="Compact the logs of topics with cleanup.policy=compact (or compact,delete) "
-        "with Kafka's log cleaner rules: the latest record of each key is kept, older ones, "
-        "expired tombstones, aborted transactions' records and finished transactions' markers "
-        "go. Retention of compact,delete topics is `kafkalog retention`.",
-        epilog=EXAMPLES,
-    ) as parser:
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    with operator_arguments(parser):
         add_apply_flag(parser, does="clean the logs")
         parser.add_argument(
             "--force",
@@ -65,7 +62,8 @@ def add_parser(commands) -> None:
         )
 
 
-def _run(args: argparse.Namespace) -> int:
+@guarded("compact")
+def run(args: argparse.Namespace) -> int:
     from ..log.cleaner import clean
     from ..log.datadir import CONFIG_FROM_DEFAULTS
 
@@ -76,7 +74,7 @@ def _run(args: argparse.Namespace) -> int:
     with logs_in_progress("compact", args, target, writable=args.apply) as (progress, logs):
         for entry in logs:
             if entry.log is None:
-                print(f"kafkalog compact: {entry.error}", file=sys.stderr)
+                report("compact", entry.error)
                 status = EXIT_PROBLEMS
                 continue
             log = entry.log
@@ -87,23 +85,23 @@ def _run(args: argparse.Namespace) -> int:
                     policy += " (Kafka's default, assumed: nothing records this topic's configs)"
                 skipped.append((entry.directory, policy))
             elif problem is not None:
-                print(f"kafkalog compact: {entry.directory.name}: {problem}", file=sys.stderr)
+                report("compact", f"{entry.directory.name}: {problem}")
                 status = EXIT_PROBLEMS
             else:
                 try:
                     result = clean(log, now_ms=now, force=args.force, dry_run=not args.apply)
                 except KafkalogError as e:  # this partition's data: the others go on
                     located = locate_in_partition(e, entry.directory)
-                    print(f"kafkalog compact: {entry.directory.name}: {located}", file=sys.stderr)
+                    report("compact", f"{entry.directory.name}: {located}")
                     status = EXIT_PROBLEMS
                 except OSError as e:
                     if args.apply:
                         raise
-                    print(
-                        f"kafkalog compact: {entry.directory.name}: reading failed "
+                    report(
+                        "compact",
+                        f"{entry.directory.name}: reading failed "
                         f"({e.strerror or e}): an index entry that points outside its log? "
                         f"kafkalog verify locates it, rebuild-index repairs it",
-                        file=sys.stderr,
                     )
                     status = EXIT_PROBLEMS
                 else:

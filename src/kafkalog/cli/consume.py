@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import BinaryIO
 
 from ..errors import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE
-from .data_errors import guarded, report
-from .operate import command_parser
+from .arguments import add_json_flag
+from .data_errors import guarded
+from .failures import report
 from .progress import Progress, add_quiet_flag
 from .record_json import (
     TIMESTAMP_TYPE_NAMES,
@@ -30,9 +31,23 @@ from .record_json import (
     iter_rows,
     record_line,
 )
-from .selection import add_data_dirs, add_decoders, add_read_policy, add_topic_choice
+from .remote import is_url
+from .selection import (
+    add_data_dirs,
+    add_decoders,
+    add_read_policy,
+    add_topic_choice,
+    read_policy_options,
+)
 from .value_decoders import DECODERS, ValueDecodeError, shown
 
+SUMMARY = "print records of a data directory (from an offset or a time; --follow to tail)"
+DESCRIPTION = (
+    "Read records of a Kafka data directory as a consumer sees them: text in "
+    "kafka-console-consumer's layout (value only unless --print-* options say more) or JSON "
+    "lines (--json) that 'kafkalog produce' reads back byte for byte. Control records are "
+    "never shown. Records are read in partition order, then offset order."
+)
 EXAMPLES = """\
 examples:
   kafkalog consume /var/lib/kafka/data --topic orders
@@ -48,17 +63,7 @@ records, offsets that are gone, a record the chosen decoder refuses), 2 usage er
 """
 
 
-def add_parser(commands: argparse._SubParsersAction) -> None:
-    parser = command_parser(
-        commands,
-        "consume",
-        summary="print records of a data directory (from an offset or a time; --follow to tail)",
-        description="Read records of a Kafka data directory as a consumer sees them: text in "
-        "kafka-console-consumer's layout (value only unless --print-* options say more) or JSON "
-        "lines (--json) that 'kafkalog produce' reads back byte for byte. Control records are "
-        "never shown. Records are read in partition order, then offset order.",
-        epilog=EXAMPLES,
-    )
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_data_dirs(parser)
     which = parser.add_argument_group("what to read")
     add_topic_choice(
@@ -94,7 +99,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         help="with --follow, stop when no record arrived for this long",
     )  # fmt: skip
     out = parser.add_argument_group("output")
-    out.add_argument("--json", action="store_true", help="one JSON object per record")
+    add_json_flag(out, help="one JSON object per record")
     add_decoders(
         out,
         help_template="how to show {what}s: {names} (text default: the raw bytes; JSON "
@@ -105,7 +110,6 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
     out.add_argument("--key-separator", default="\t", help="text: between fields (a tab)")
     out.add_argument("--null-literal", default="null", help="text: a null key or value (null)")
     add_quiet_flag(parser)
-    parser.set_defaults(run=run)
 
 
 def parse_timestamp(text: str) -> int:
@@ -235,13 +239,14 @@ def _consume(args: argparse.Namespace, start: str | int, out: BinaryIO) -> int:
         "include_headers": True,
         "fail_on_data_loss": args.fail_on_data_loss,
     }
+    options = read_policy_options(args)
     if args.timestamp:
         first = {
             "starting_timestamp": start,
-            "options": {"startingOffsetsByTimestampStrategy": "latest"},
+            "options": {**options, "startingOffsetsByTimestampStrategy": "latest"},
         }
     else:
-        first = {"starting_offsets": start}
+        first = {"starting_offsets": start, "options": options}
     remaining = args.max_records
     next_offsets: dict | None = None
     warned: set[Path] = set()
@@ -254,8 +259,9 @@ def _consume(args: argparse.Namespace, start: str | int, out: BinaryIO) -> int:
                 scan = plan_scan(args.data_dirs, **common, **first)
             else:
                 scan = plan_scan(
-                    args.data_dirs, **common, starting_offsets=next_offsets, strict_offsets=False
-                )
+                    args.data_dirs, **common, starting_offsets=next_offsets, strict_offsets=False,
+                    options=options,
+                )  # fmt: skip
             if args.isolation_level == "read_committed":
                 warn_unindexed_aborts("consume", args.data_dirs, scan.ranges, warned)
             written = 0
@@ -304,8 +310,8 @@ def warn_unindexed_aborts(
     directories = discover(data_dirs)
     for tp, (start, end) in ranges.items():
         directory = directories.get(tp)
-        if directory is None or start >= end:
-            continue
+        if directory is None or start >= end or is_url(directory):
+            continue  # finding markers there would fetch whole segments: local files only
         for found in unindexed_aborts(directory, start, end):
             if found.log in warned:
                 continue

@@ -1,28 +1,28 @@
 """Exit statuses of the commands that read and write records (produce, consume, export).
 
-One mapping, so the same failure gives the same status everywhere: 2 for options that cannot
-work, 1 for data problems (corrupt records, offsets that are gone, input that is not a record),
-3 for files and directories that cannot be read or written (or are locked by another writer).
+The statuses of :mod:`.failures`, with the dataset's errors: 2 for options that cannot work,
+1 for data problems (corrupt records, offsets that are gone, input that is not a record), 3 for
+files and directories that cannot be read or written (or are locked by another writer); and the
+reader's warnings as lines on stderr.
 """
 
 from __future__ import annotations
 
-import sys
 import warnings
 from collections.abc import Callable
 from contextlib import contextmanager
 
 from ..errors import EXIT_IO, EXIT_PROBLEMS, EXIT_USAGE, KafkalogError
+from .failures import os_error_text, report
 
-
-def report(command: str, message: object) -> None:
-    print(f"kafkalog {command}: {message}", file=sys.stderr, flush=True)
+__all__ = ["exit_status", "guarded", "warnings_to_stderr"]
 
 
 # The shared reader speaks of the Spark source's options; on the command line they are flags.
 _OPTION_WORDS = (
     ("set the option failOnDataLoss to false", "run again with --no-fail-on-data-loss"),
     ("(failOnDataLoss=false)", "(--no-fail-on-data-loss)"),
+    ("option remoteStorage", "--remote-storage"),
 )
 
 
@@ -47,8 +47,7 @@ def exit_status(command: str, error: BaseException) -> int:
         report(command, _cli_words(str(error)))
         return EXIT_PROBLEMS
     if isinstance(error, OSError):
-        where = f"{error.filename}: " if error.filename else ""
-        report(command, f"{where}{error.strerror or error}")
+        report(command, os_error_text(error))
         return EXIT_IO
     raise error
 

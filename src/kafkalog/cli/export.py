@@ -15,11 +15,25 @@ import os
 import sys
 
 from ..errors import EXIT_OK, EXIT_USAGE
-from .data_errors import guarded, report
-from .operate import command_parser
+from .data_errors import guarded
+from .failures import report
 from .progress import Progress, add_quiet_flag
-from .selection import add_data_dirs, add_decoders, add_read_policy, add_topic_choice
+from .remote import is_url
+from .selection import (
+    add_data_dirs,
+    add_decoders,
+    add_read_policy,
+    add_topic_choice,
+    read_policy_options,
+)
 
+SUMMARY = "write a data directory's records to Parquet, JSON lines or CSV"
+DESCRIPTION = (
+    "Export records of a Kafka data directory with Spark's Kafka source columns "
+    "(key, value, topic, partition, offset, timestamp, timestampType, and headers with "
+    "--include-headers) to Parquet, JSON lines or CSV. Selection and ranges take the Spark "
+    "source's meanings (docs/spark.md); control records are never exported."
+)
 EXAMPLES = """\
 examples:
   kafkalog export /var/lib/kafka/data --to parquet orders.parquet --topic orders
@@ -37,17 +51,7 @@ FORMATS = ("parquet", "jsonl", "csv")
 PARQUET_CODECS = ("snappy", "zstd", "gzip", "lz4", "brotli", "none")
 
 
-def add_parser(commands: argparse._SubParsersAction) -> None:
-    parser = command_parser(
-        commands,
-        "export",
-        summary="write a data directory's records to Parquet, JSON lines or CSV",
-        description="Export records of a Kafka data directory with Spark's Kafka source columns "
-        "(key, value, topic, partition, offset, timestamp, timestampType, and headers with "
-        "--include-headers) to Parquet, JSON lines or CSV. Selection and ranges take the Spark "
-        "source's meanings (docs/spark.md); control records are never exported.",
-        epilog=EXAMPLES,
-    )
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_data_dirs(parser)
     parser.add_argument(
         "--to", nargs=2, required=True, metavar=("FORMAT", "OUT"),
@@ -97,7 +101,6 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         help="parquet: the column codec (default snappy)",
     )  # fmt: skip
     add_quiet_flag(parser)
-    parser.set_defaults(run=run)
 
 
 def _offsets_arg(text: str | None, what: str):
@@ -127,9 +130,14 @@ def run(args: argparse.Namespace) -> int:
     try:
         if fmt not in FORMATS:
             raise ValueError(f"--to {fmt!r}: choose one of {', '.join(FORMATS)}")
+        if is_url(out):
+            raise ValueError(
+                f"--to {fmt} {out}: the command line only reads object storage; export to a "
+                f"local file (or '-') and upload it"
+            )
         if out == "-" and fmt == "parquet":
             raise ValueError("parquet needs a file (not '-'): its footer is written last")
-        options = {}
+        options = read_policy_options(args)
         for item in args.option:
             name, sep, value = item.partition("=")
             if not sep or not name:

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import argparse
 import base64
-import json
 from typing import BinaryIO
 
 import pyarrow as pa
 
+from .output import compact_json
 from .record_json import RecordFormatError, iter_rows, record_line
 from .value_decoders import DECODERS, ValueDecodeError
 
@@ -48,7 +48,7 @@ def _text_column(batch: pa.RecordBatch, name: str, decoder: str) -> pa.Array:
                 f"{offsets[i]}: {name}: {e}"
             ) from None
         if value is not None and not isinstance(value, str):
-            value = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+            value = compact_json(value)
         shown.append(value)
     return pa.array(shown, pa.string())
 
@@ -63,7 +63,7 @@ def _headers_column(headers: pa.Array) -> pa.Array:
             [h["key"], None if h["value"] is None else base64.b64encode(h["value"]).decode()]
             for h in hs
         ]
-        out.append(json.dumps(pairs, ensure_ascii=False, separators=(",", ":")))
+        out.append(compact_json(pairs))
     return pa.array(out, pa.string())
 
 

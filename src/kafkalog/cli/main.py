@@ -13,9 +13,11 @@ from collections.abc import Sequence
 
 from .. import __version__
 from ..errors import EXIT_OK
+from .arguments import add_command
 
 # Command name -> module of this package. Only the module of the command being run is imported, so
 # `kafkalog dump` does not pay for the server's asyncio or the export's Parquet writer at start-up.
+# Each module declares its help texts, its options and its run (see arguments.add_command).
 COMMANDS: dict[str, str] = {
     "dump": "dump",
     "verify": "verify",
@@ -45,7 +47,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     commands.required = True
     for name, module in COMMANDS.items():
         if only is None or name == only:
-            importlib.import_module(f".{module}", __package__).add_parser(commands)
+            add_command(commands, name, importlib.import_module(f".{module}", __package__))
     return parser
 
 

@@ -12,8 +12,22 @@ from __future__ import annotations
 import argparse
 
 from ..errors import EXIT_OK
-from .operate import UsageError, bounded_int, command_parser, guarded, plural, write_json
+from .arguments import add_json_flag, bounded_int
+from .failures import UsageError, guarded
+from .output import plural, write_json
+from .remote import refuse_urls
 
+SUMMARY = "make a kafkalog-written data directory bootable by a new single-node KRaft broker"
+DESCRIPTION = (
+    "Write what a new single-node Kafka KRaft broker (process.roles="
+    "broker,controller, a static controller.quorum.voters) needs to boot from DATA_DIR and "
+    "serve every partition in it, instead of `kafka-storage format`: meta.properties "
+    "(node.id, cluster.id, directory.id), the bootstrap records (the release's "
+    "metadata.version and features, then a TopicRecord per topic with the id of its "
+    "partition.metadata, its configs, a PartitionRecord per partition on the node, and "
+    "the next producer id above the logs' producers) and replication-offset-checkpoint. "
+    "The controller appends the bootstrap records to its metadata log when it first starts."
+)
 EXAMPLES = """\
 examples:
   kafkalog make-bootable data --node-id 1
@@ -32,23 +46,9 @@ partitions of a topic with different ids), 2 usage error, 3 I/O error or the dir
 """
 
 
-def add_parser(commands) -> None:
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     from ..log.datadir import DEFAULT_RELEASE, RELEASES
 
-    parser = command_parser(
-        commands,
-        "make-bootable",
-        summary="make a kafkalog-written data directory bootable by a new single-node KRaft broker",
-        description="Write what a new single-node Kafka KRaft broker (process.roles="
-        "broker,controller, a static controller.quorum.voters) needs to boot from DATA_DIR and "
-        "serve every partition in it, instead of `kafka-storage format`: meta.properties "
-        "(node.id, cluster.id, directory.id), the bootstrap records (the release's "
-        "metadata.version and features, then a TopicRecord per topic with the id of its "
-        "partition.metadata, its configs, a PartitionRecord per partition on the node, and "
-        "the next producer id above the logs' producers) and replication-offset-checkpoint. "
-        "The controller appends the bootstrap records to its metadata log when it first starts.",
-        epilog=EXAMPLES,
-    )
     parser.add_argument("data_dir", metavar="DATA_DIR", help="a data directory kafkalog wrote")
     parser.add_argument(
         "--node-id",
@@ -70,17 +70,14 @@ def add_parser(commands) -> None:
         f"{', '.join(sorted(RELEASES))}; default {DEFAULT_RELEASE}, which every 4.x broker "
         "accepts; 4.4 writes the bootstrap snapshot that only Kafka 4.4+ reads)",
     )
-    parser.add_argument("--json", action="store_true", help="print the result as one JSON object")
-    parser.set_defaults(run=run)
+    add_json_flag(parser, help="print the result as one JSON object")
 
 
+@guarded("make-bootable")
 def run(args: argparse.Namespace) -> int:
-    return guarded("make-bootable", lambda: _run(args))
-
-
-def _run(args: argparse.Namespace) -> int:
     from ..log.datadir import make_bootable
 
+    refuse_urls([args.data_dir], does="writes a broker's files into the data directory")
     try:
         result = make_bootable(
             args.data_dir,

@@ -16,17 +16,18 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
-import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import EXIT_IO, EXIT_PROBLEMS, EXIT_USAGE, KafkalogError
+from ..errors import KafkalogError
+from .arguments import add_json_flag, bounded_int
+from .failures import UsageError, os_error_text
 from .progress import Progress, add_quiet_flag, total_bytes
+from .remote import check_urls, is_url, refuse_urls
 
 if TYPE_CHECKING:  # the log layer is imported when a command runs, not when the CLI starts
     from ..log.partition import Log
@@ -35,31 +36,20 @@ if TYPE_CHECKING:  # the log layer is imported when a command runs, not when the
 __all__ = [
     "PartitionLog",
     "Target",
-    "UsageError",
     "add_apply_flag",
     "add_now_option",
     "add_target_arguments",
-    "bounded_int",
     "checkpoint_problems",
     "cleanup_policy",
-    "command_parser",
-    "format_time",
-    "guarded",
     "index_problem",
     "logs_in_progress",
     "now_ms",
+    "open_log",
     "open_logs",
-    "operator_parser",
+    "operator_arguments",
     "partition_offsets",
-    "plural",
-    "relative",
     "resolve_target",
-    "write_json",
 ]
-
-
-class UsageError(Exception):
-    """The command line asks for something that cannot be done (exit 2)."""
 
 
 @dataclass(slots=True)
@@ -92,26 +82,7 @@ def add_target_arguments(parser: argparse.ArgumentParser, *, what: str) -> None:
         metavar="TOPIC",
         help="only this topic's partitions (repeatable)",
     )
-    parser.add_argument("--json", action="store_true", help="one JSON object per line")
-
-
-def command_parser(
-    commands: argparse._SubParsersAction,
-    name: str,
-    *,
-    summary: str,
-    description: str,
-    epilog: str,
-) -> argparse.ArgumentParser:
-    """A command's parser: ``summary`` in the command list, ``description`` and the ``epilog``
-    of examples (its line breaks kept) in its own ``--help``."""
-    return commands.add_parser(
-        name,
-        help=summary,
-        description=description,
-        epilog=epilog,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    add_json_flag(parser)
 
 
 def add_apply_flag(parser: argparse.ArgumentParser, *, does: str) -> None:
@@ -125,39 +96,13 @@ def add_now_option(parser: argparse.ArgumentParser, *, used_for: str) -> None:
 
 
 @contextlib.contextmanager
-def operator_parser(
-    commands: argparse._SubParsersAction,
-    name: str,
-    *,
-    body: Callable[[argparse.Namespace], int],
-    summary: str,
-    description: str,
-    epilog: str,
-) -> Iterator[argparse.ArgumentParser]:
-    """The parser of a command that walks a data directory's partitions: the target arguments
-    first, the command's own options (added inside the ``with``), then ``--quiet``; ``body``
-    runs under :func:`guarded`, which turns expected failures into exit statuses."""
-    parser = command_parser(commands, name, summary=summary, description=description, epilog=epilog)
+def operator_arguments(parser: argparse.ArgumentParser) -> Iterator[None]:
+    """The frame of the options of a command that walks a data directory's partitions: the
+    target arguments first, the command's own options (added inside the ``with``), then
+    ``--quiet``. Its ``run`` goes through :func:`.failures.guarded`."""
     add_target_arguments(parser, what="a data directory or a partition directory")
-    yield parser
+    yield
     add_quiet_flag(parser)
-    parser.set_defaults(run=lambda args: guarded(name, lambda: body(args)))
-
-
-def bounded_int(low: int, high: int = (1 << 63) - 1) -> Callable[[str], int]:
-    """An argparse ``type`` for a whole number in ``low..high`` (a Java long by default): a
-    value out of range is a usage error (exit 2), not a surprise later."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-        if not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"{value} is not in {low}..{high}")
-        return value
-
-    return parse
 
 
 def resolve_target(path: str, *, topics: list[str] | None = None, internal: bool = True) -> Target:
@@ -166,14 +111,18 @@ def resolve_target(path: str, *, topics: list[str] | None = None, internal: bool
     Raises FileNotFoundError for a missing path and UsageError for a file or a directory that is
     neither a data directory nor a partition directory."""
     from ..log.datadir import CLUSTER_METADATA_DIR, PartitionDirKind, parse_partition_dir_name
+    from ..log.storage import as_path
     from ..log.verify import is_partition_dir
 
-    root = Path(path)
+    check_urls([path])
+    root = as_path(path)  # a URL: a prefix in object storage, read as a directory is
     if not root.exists():
         raise FileNotFoundError(2, "No such file or directory", str(root))
     if not root.is_dir():
         raise UsageError(f"{root}: not a directory (give a data directory or a partition one)")
-    if is_partition_dir(root):
+    if is_partition_dir(root) and is_url(root):
+        target = Target(root, root.parent, [root], False)
+    elif is_partition_dir(root):
         # A symlinked partition directory belongs to the data directory it really lives in:
         # its checkpoints are there, and so is the .lock a running broker holds.
         real_parent = Path(os.path.realpath(root)).parent
@@ -209,34 +158,14 @@ def _topic_of(directory: Path) -> str | None:
         return None
 
 
-def guarded(command: str, run: Callable[[], int]) -> int:
-    """Run a command body; expected failures become a message on stderr and an exit status."""
-    from ..log.datadir import DataDirLockedError
-
-    prefix = f"kafkalog {command}"
-    try:
-        return run()
-    except BrokenPipeError:
-        raise  # the reader of our output went away: main() handles it
-    except UsageError as e:
-        print(f"{prefix}: {e}", file=sys.stderr)
-        return EXIT_USAGE
-    except DataDirLockedError as e:
-        print(f"{prefix}: {e.message}", file=sys.stderr)
-        return EXIT_IO
-    except KafkalogError as e:
-        print(f"{prefix}: {e}", file=sys.stderr)
-        return EXIT_PROBLEMS
-    except OSError as e:
-        where = f"{e.filename}: " if e.filename else ""
-        print(f"{prefix}: {where}{e.strerror or e}", file=sys.stderr)
-        return EXIT_IO
-
-
 def _topic_configs(data_dir: Path):
     """A LogManager that opens no log: topic configs (KRaft metadata, topics file, defaults)."""
     from ..log.datadir import TopicConfigs
 
+    if is_url(data_dir):
+        # Not read in object storage yet (its KRaft metadata log, kafkalog's topics file), as
+        # for the dataset reader: Kafka's defaults, and the internal topics' own configs.
+        return TopicConfigs([])
     return TopicConfigs(data_dir)
 
 
@@ -247,16 +176,28 @@ def _checkpoints(data_dir: Path) -> dict[str, dict]:
 
 
 def _read_checkpoints(data_dir: Path) -> dict[str, tuple[dict, Exception | None]]:
-    from ..log.datadir import (
-        LOG_START_OFFSET_CHECKPOINT,
-        RECOVERY_POINT_OFFSET_CHECKPOINT,
-        read_offset_checkpoint_or_reset,
-    )
+    from ..log.datadir import LOG_START_OFFSET_CHECKPOINT, RECOVERY_POINT_OFFSET_CHECKPOINT
 
     return {
-        name: read_offset_checkpoint_or_reset(data_dir / name)
+        name: _read_offset_checkpoint(data_dir / name)
         for name in (RECOVERY_POINT_OFFSET_CHECKPOINT, LOG_START_OFFSET_CHECKPOINT)
     }
+
+
+def _read_offset_checkpoint(path: Path) -> tuple[dict, Exception | None]:
+    """An offset checkpoint as a broker's startup reads it (missing: no entries; malformed: no
+    entries, and the error); an object's is looked for in object storage, not on the disk."""
+    from ..errors import CorruptCheckpointError
+    from ..log.datadir import read_offset_checkpoint, read_offset_checkpoint_or_reset
+
+    if not is_url(path):
+        return read_offset_checkpoint_or_reset(path)
+    if not path.exists():
+        return {}, None
+    try:
+        return read_offset_checkpoint(path), None
+    except CorruptCheckpointError as e:
+        return {}, e
 
 
 def checkpoint_problems(target: Target) -> list[tuple[Path, str]]:
@@ -325,14 +266,15 @@ def open_logs(
     lock, before it is opened."""
     if full_recovery and skip_recovery:
         raise ValueError("full_recovery and skip_recovery exclude each other")
+    if writable:
+        refuse_urls([target.path], does="changes files")
     whole = target.is_data_dir and not target.filtered and not full_recovery and not skip_recovery
     if writable and whole:
         with _open_data_dir(target, clock, prepare) as logs:
             yield logs
         return
-    from ..log.datadir import DataDirLocks, real_data_dirs, require_regular_entries
+    from ..log.datadir import DataDirLocks, real_data_dirs
     from ..log.error_location import locate_in_partition
-    from ..log.partition import Log
 
     configs = _topic_configs(target.data_dir)
     # The lock of the data directory that really holds each partition (symlinks resolved): a
@@ -346,8 +288,7 @@ def open_logs(
                 if prepare is not None:
                     prepare(directory)
                 try:
-                    require_regular_entries(directory)  # a FIFO named like a segment blocks
-                    log = Log.open(
+                    log = open_log(
                         directory,
                         config=configs.config_for(_topic_of(directory) or ""),
                         clock=clock,
@@ -374,6 +315,26 @@ def open_logs(
                 _update_checkpoints(target, [e.log for e in opened if e.log is not None])
 
 
+def open_log(directory: Path, *, log_class: type[Log] | None = None, **options) -> Log:
+    """``Log.open(directory, **options)`` (or ``log_class``'s), refusing what a partition
+    directory must not hold; a partition in object storage opened read-only from its objects
+    (:func:`kafkalog.log.partition.open_remote_log`: nothing to recover there)."""
+    from ..log.clock import SystemClock
+    from ..log.datadir import require_regular_entries
+    from ..log.partition import Log
+
+    log_class = log_class or Log
+    if is_url(directory):
+        from ..log.partition import open_remote_log
+
+        return open_remote_log(
+            log_class, directory, options["config"], options.get("clock") or SystemClock(),
+            log_start_offset=options.get("log_start_offset", 0),
+        )  # fmt: skip
+    require_regular_entries(directory)  # a FIFO named like a segment blocks
+    return log_class.open(directory, **options)
+
+
 @contextlib.contextmanager
 def logs_in_progress(
     command: str, args: argparse.Namespace, target: Target, *, writable: bool = False, clock=None
@@ -397,7 +358,7 @@ def _describe(e: Exception) -> str:
     from ..log.datadir import LEADER_EPOCH_CHECKPOINT
 
     if isinstance(e, OSError) and not isinstance(e, KafkalogError):
-        return f"{e.filename or 'reading'}: {e.strerror or e}"
+        return os_error_text(e, "reading")  # an object's failed read: its URL and position
     if isinstance(e, KafkalogError) and str(e.path or "").endswith(LEADER_EPOCH_CHECKPOINT):
         return f"{e} (kafkalog recover --apply rebuilds it from the batches)"
     return str(e)
@@ -463,25 +424,3 @@ def _update_checkpoints(target: Target, logs: list) -> None:
 def cleanup_policy(config) -> str:
     """A LogConfig's cleanup.policy as Kafka writes it (``compact,delete``)."""
     return ",".join(config["cleanup.policy"])
-
-
-def plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
-
-
-def format_time(ms: int | None) -> str:
-    """A timestamp for tables: ISO 8601 UTC to the second, ``-`` when there is none."""
-    if ms is None or ms < 0:
-        return "-"
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ms / 1000))
-
-
-def write_json(obj: dict) -> None:
-    """One compact JSON object per line, as ``dump --json`` and ``consume --json`` write."""
-    sys.stdout.write(json.dumps(obj, separators=(",", ":"), ensure_ascii=False) + "\n")
-
-
-def relative(path: str | os.PathLike, root: Path) -> str:
-    """``path`` relative to the target directory when it is under it."""
-    rel = os.path.relpath(path, root)
-    return str(path) if rel.startswith("..") else rel

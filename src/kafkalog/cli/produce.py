@@ -21,12 +21,20 @@ import sys
 import time
 from collections.abc import Iterator
 
-from ..errors import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE
-from .data_errors import guarded, report
-from .operate import command_parser
+from ..errors import EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, UsageError
+from .data_errors import guarded
+from .failures import report
 from .progress import Progress, add_quiet_flag
 from .record_json import InputRecord, RecordFormatError, parse_json_record
+from .remote import refuse_urls
 
+SUMMARY = "append records from JSON or text lines to a topic in a data directory"
+DESCRIPTION = (
+    "Append records to a Kafka data directory through the log layer (Kafka's "
+    "validation and offset assignment), reading JSON lines (the format 'kafkalog consume "
+    "--json' writes) or text lines from stdin or a file. Creates the data directory and "
+    "topic when missing."
+)
 EXAMPLES = """\
 examples:
   echo '{"key":"user-1","value":"hello"}' | kafkalog produce data --topic orders
@@ -45,17 +53,7 @@ CHUNK = 1 << 16
 MAX_SEQUENCE = (1 << 31) - 1
 
 
-def add_parser(commands: argparse._SubParsersAction) -> None:
-    parser = command_parser(
-        commands,
-        "produce",
-        summary="append records from JSON or text lines to a topic in a data directory",
-        description="Append records to a Kafka data directory through the log layer (Kafka's "
-        "validation and offset assignment), reading JSON lines (the format 'kafkalog consume "
-        "--json' writes) or text lines from stdin or a file. Creates the data directory and "
-        "topic when missing.",
-        epilog=EXAMPLES,
-    )
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("data_dir", metavar="DATA_DIR", help="the data directory to write")
     where = parser.add_argument_group("where records go")
     where.add_argument("--topic", "-t", help="the topic of every record (wins over the input's)")
@@ -136,7 +134,6 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         help="the coordinator epoch written in transaction markers (default 0)",
     )  # fmt: skip
     add_quiet_flag(parser)
-    parser.set_defaults(run=run)
 
 
 def _pairs(items: list[str], what: str) -> list[tuple[str, str]]:
@@ -153,6 +150,11 @@ def run(args: argparse.Namespace) -> int:
     from ..log.partition import LogConfig
     from .produce_writer import internal_topic_refusal
 
+    try:
+        refuse_urls([args.data_dir], does="appends records to logs")
+    except UsageError as e:
+        report("produce", e)
+        return EXIT_USAGE
     try:
         configs = dict(_pairs(args.config, "--config"))
         LogConfig(configs)  # refused before any input is read or any file is made

@@ -16,6 +16,7 @@ import warnings
 from dataclasses import dataclass, field
 
 from ..dataset import StickyPartitioner
+from ..errors import InternalTopicError
 from ..format import columnar as fast
 from ..format.builder import build_end_txn_marker_batch
 from ..format.constants import ControlRecordType
@@ -26,10 +27,6 @@ from ..log.partition import Log
 from .record_json import InputRecord, RecordFormatError
 
 __all__ = ["InternalTopicError", "PartitionWriter", "internal_topic_refusal"]
-
-
-class InternalTopicError(ValueError):
-    """A record for one of Kafka's internal topics without ``--allow-internal-topics``."""
 
 
 def internal_topic_refusal(topic: str) -> str | None:

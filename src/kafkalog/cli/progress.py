@@ -15,6 +15,8 @@ import shutil
 import sys
 from typing import TextIO
 
+from .remote import is_url
+
 THRESHOLD_BYTES = 64 * 1024 * 1024
 
 
@@ -31,12 +33,31 @@ def total_bytes(paths: list[str]) -> int:
     """Bytes under ``paths`` (files, or directories walked recursively); unreadable ones count 0."""
     total = 0
     for path in paths:
-        if os.path.isdir(path):
+        if is_url(path):
+            total += _remote_size(path)
+        elif os.path.isdir(path):
             for root, _dirs, files in os.walk(path):
                 total += sum(_size(os.path.join(root, name)) for name in files)
         else:
             total += _size(path)
     return total
+
+
+def _remote_size(url: str) -> int:
+    """Bytes of an object, or of the objects under a prefix (one listing per directory)."""
+    from ..log.storage import as_path
+
+    try:
+        pending, total = [as_path(url)], 0
+        while pending:
+            path = pending.pop()
+            if path.is_dir():
+                pending.extend(path.iterdir())
+            else:
+                total += path.stat().st_size
+        return total
+    except (OSError, ValueError):
+        return 0
 
 
 def _size(path: str) -> int:

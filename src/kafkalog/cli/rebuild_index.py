@@ -15,19 +15,24 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import EXIT_OK, EXIT_PROBLEMS
-from .operate import (
-    Target,
-    UsageError,
-    add_apply_flag,
-    command_parser,
-    guarded,
-    open_logs,
-    plural,
-    relative,
-    write_json,
-)
+from .arguments import add_json_flag
+from .failures import UsageError, guarded, report
+from .operate import Target, add_apply_flag, open_logs
+from .output import plural, relative, write_json
 from .progress import Progress, add_quiet_flag
+from .remote import refuse_urls
 
+SUMMARY = "rebuild segments' .index/.timeindex/.txnindex from the log (dry run unless --apply)"
+DESCRIPTION = (
+    "Rebuild the offset, time and transaction indexes of every segment of a "
+    "partition directory, or of the one segment a .log/.index/.timeindex/.txnindex file "
+    "names, from the segment's log, as Kafka does when an index is missing or corrupt. "
+    "Kafka's rebuild cuts the log at the first invalid batch and drops the segments after "
+    "it; kafkalog does so only with --truncate (the cut data goes to the partition's "
+    "kafkalog-quarantine/): without it, segments whose log is damaged are left alone, "
+    "and --apply refuses when a damaged segment's own index must be rebuilt. Segments "
+    "are not re-checked as after an unclean shutdown: that is `kafkalog recover`."
+)
 EXAMPLES = """\
 examples:
   kafkalog rebuild-index /var/lib/kafka/data/orders-0          # all segments, dry run
@@ -66,22 +71,7 @@ class _Segment:
         return any(self.states[k]["state"] in ("missing", "corrupt") for k in _INDEX_KINDS)
 
 
-def add_parser(commands) -> None:
-    parser = command_parser(
-        commands,
-        "rebuild-index",
-        summary="rebuild segments' .index/.timeindex/.txnindex from the log "
-        "(dry run unless --apply)",
-        description="Rebuild the offset, time and transaction indexes of every segment of a "
-        "partition directory, or of the one segment a .log/.index/.timeindex/.txnindex file "
-        "names, from the segment's log, as Kafka does when an index is missing or corrupt. "
-        "Kafka's rebuild cuts the log at the first invalid batch and drops the segments after "
-        "it; kafkalog does so only with --truncate (the cut data goes to the partition's "
-        "kafkalog-quarantine/): without it, segments whose log is damaged are left alone, "
-        "and --apply refuses when a damaged segment's own index must be rebuilt. Segments "
-        "are not re-checked as after an unclean shutdown: that is `kafkalog recover`.",
-        epilog=EXAMPLES,
-    )
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("path", metavar="PARTITION_DIR|SEGMENT_FILE", help="what to rebuild")
     add_apply_flag(parser, does="change the files")
     parser.add_argument(
@@ -90,21 +80,18 @@ def add_parser(commands) -> None:
         help="let the rebuild cut the log at the first invalid batch and drop the segments "
         "after it, as Kafka does (default: only indexes change)",
     )
-    parser.add_argument("--json", action="store_true", help="one JSON object per line")
+    add_json_flag(parser)
     add_quiet_flag(parser)
-    parser.set_defaults(run=run)
 
 
+@guarded("rebuild-index")
 def run(args: argparse.Namespace) -> int:
-    return guarded("rebuild-index", lambda: _run(args))
-
-
-def _run(args: argparse.Namespace) -> int:
     from ..errors import KafkalogError
     from ..log.datadir import LOG_FILE_SUFFIX, offset_from_file_name, require_regular_entries
     from ..log.error_location import locate_in_partition
     from ..log.verify import is_partition_dir
 
+    refuse_urls([args.path], does="writes index files (its dry run plans that)")
     path = Path(args.path)
     segment_name = path.name.endswith((LOG_FILE_SUFFIX, *_INDEX_KINDS)) and path.name[:20].isdigit()
     if path.is_dir():
@@ -128,12 +115,12 @@ def _run(args: argparse.Namespace) -> int:
         raise locate_in_partition(e, directory) from None  # the file, when the raiser had none
     refused = any(s.action == TRUNCATE for s in segments) and not args.truncate
     if args.apply and refused:
-        print(
-            "kafkalog rebuild-index: not applied: a segment whose log is damaged has a missing "
+        report(
+            "rebuild-index",
+            "not applied: a segment whose log is damaged has a missing "
             "or corrupt index, and rebuilding it cuts the log (see above); run with --apply "
             "--truncate to cut it as Kafka would (the cut data is quarantined), or see "
             "kafkalog verify and kafkalog recover",
-            file=sys.stderr,
         )
     applied = args.apply and not refused
     if applied:

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from json.encoder import encode_basestring as quote
 from typing import TYPE_CHECKING
 
+from ..errors import RecordFormatError
 from .value_decoders import DECODERS, ENCODERS, ValueDecodeError, ValueEncodeError
 
 if TYPE_CHECKING:
@@ -42,10 +43,6 @@ __all__ = [
 ]
 
 TIMESTAMP_TYPE_NAMES = {0: "CreateTime", 1: "LogAppendTime", -1: "NoTimestampType"}
-
-
-class RecordFormatError(ValueError):
-    """A record that cannot be shown as asked, or an input line that is not a record."""
 
 
 def field_json(data: bytes | None, encoding: str | None) -> tuple[object, str | None]:

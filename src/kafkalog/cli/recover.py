@@ -13,20 +13,34 @@ import sys
 from pathlib import Path
 
 from ..errors import EXIT_OK, EXIT_PROBLEMS
+from .failures import guarded, report
 from .operate import (
     Target,
     add_apply_flag,
     checkpoint_problems,
     open_logs,
-    operator_parser,
+    operator_arguments,
     partition_offsets,
-    plural,
-    relative,
     resolve_target,
-    write_json,
 )
+from .output import plural, relative, write_json
 from .progress import Progress, total_bytes
+from .remote import refuse_urls
 
+SUMMARY = "run Kafka's log recovery (dry run unless --apply)"
+DESCRIPTION = (
+    "Work out what Kafka's log recovery would do to a data directory or a "
+    "partition directory: delete leftovers of retention and the log cleaner, finish or "
+    "undo interrupted cleans, rebuild indexes that are missing or fail Kafka's sanity "
+    "check (size, last entry), and (after an unclean shutdown, or with --full) re-check "
+    "every segment from the recovery point on, cutting the log at the first invalid batch. "
+    "As in Kafka, an index whose entries are wrong but well-formed passes the sanity check "
+    "and is kept: kafkalog verify finds it, kafkalog rebuild-index rewrites it. A malformed "
+    "leader-epoch-checkpoint (Kafka cannot open the partition) is rebuilt from the "
+    "batches, and malformed recovery-point or log-start-offset checkpoints are reset as a "
+    "broker's startup does. Nothing changes without --apply; with it, what Kafka deletes "
+    "is moved to the partition's kafkalog-quarantine/ folder."
+)
 EXAMPLES = """\
 examples:
   kafkalog recover /var/lib/kafka/data              # what a broker's startup would change
@@ -40,25 +54,8 @@ is locked by a running broker
 """
 
 
-def add_parser(commands) -> None:
-    with operator_parser(
-        commands,
-        "recover",
-        body=_run,
-        summary="run Kafka's log recovery (dry run unless --apply)",
-        description="Work out what Kafka's log recovery would do to a data directory or a "
-        "partition directory: delete leftovers of retention and the log cleaner, finish or "
-        "undo interrupted cleans, rebuild indexes that are missing or fail Kafka's sanity "
-        "check (size, last entry), and (after an unclean shutdown, or with --full) re-check "
-        "every segment from the recovery point on, cutting the log at the first invalid batch. "
-        "As in Kafka, an index whose entries are wrong but well-formed passes the sanity check "
-        "and is kept: kafkalog verify finds it, kafkalog rebuild-index rewrites it. A malformed "
-        "leader-epoch-checkpoint (Kafka cannot open the partition) is rebuilt from the "
-        "batches, and malformed recovery-point or log-start-offset checkpoints are reset as a "
-        "broker's startup does. Nothing changes without --apply; with it, what Kafka deletes "
-        "is moved to the partition's kafkalog-quarantine/ folder.",
-        epilog=EXAMPLES,
-    ) as parser:
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    with operator_arguments(parser):
         add_apply_flag(parser, does="change the files")
         parser.add_argument(
             "--full",
@@ -68,7 +65,8 @@ def add_parser(commands) -> None:
         )
 
 
-def _run(args: argparse.Namespace) -> int:
+@guarded("recover")
+def run(args: argparse.Namespace) -> int:
     from ..errors import KafkalogError
     from ..log.datadir import require_regular_entries
     from ..log.error_location import locate_in_partition
@@ -76,6 +74,7 @@ def _run(args: argparse.Namespace) -> int:
 
     # A data directory's KRaft metadata log is the controller's to recover, as in a broker's
     # LogManager; name its partition directory to recover it.
+    refuse_urls([args.path], does="repairs files in place (its dry run plans those repairs)")
     target = resolve_target(args.path, topics=args.topic, internal=False)
     plans = []
     total = total_bytes([str(p) for p in target.partitions])
@@ -99,11 +98,11 @@ def _run(args: argparse.Namespace) -> int:
     unreadable = [Path(p.directory).name for p in plans if p.unreadable]
     if args.apply and unreadable and not args.full:
         args.apply = False  # report the plan as the dry run it stays
-        print(
-            f"kafkalog recover: not applied: {', '.join(unreadable)} cannot be opened (the end "
+        report(
+            "recover",
+            f"not applied: {', '.join(unreadable)} cannot be opened (the end "
             f"of the last segment is unreadable; a broker's startup fails there too): run with "
             f"--full to re-check every segment and cut the log at the damage",
-            file=sys.stderr,
         )
     if args.apply:
         notes = _apply(target, args)

@@ -16,21 +16,29 @@ from pathlib import Path
 
 from ..errors import EXIT_OK, EXIT_PROBLEMS, KafkalogError
 from ..log.error_location import locate_in_partition
+from .failures import guarded, report
 from .operate import (
     add_apply_flag,
     add_now_option,
     cleanup_policy,
-    format_time,
     index_problem,
     logs_in_progress,
     now_ms,
-    operator_parser,
-    plural,
-    relative,
+    operator_arguments,
     resolve_target,
-    write_json,
 )
+from .output import format_time, plural, relative, write_json
 
+SUMMARY = "delete segments past their topic's retention now (dry run unless --apply)"
+DESCRIPTION = (
+    "Apply each topic's retention now: segments below the log start offset, "
+    "and for cleanup.policy=delete (or compact,delete) the oldest segments whose newest "
+    "record is older than retention.ms and those beyond retention.bytes. The topic's "
+    "configs come from the KRaft metadata log, kafkalog-topics.json, the configs Kafka "
+    "creates its internal topics with (__consumer_offsets and __transaction_state are "
+    "compacted), or else Kafka's defaults, flagged as assumed: --apply deletes nothing by "
+    "assumed configs without --assume-defaults."
+)
 EXAMPLES = """\
 examples:
   kafkalog retention /var/lib/kafka/data                     # what would be deleted now
@@ -44,21 +52,8 @@ configs), 2 usage error, 3 I/O error or the data directory is locked by a runnin
 """
 
 
-def add_parser(commands) -> None:
-    with operator_parser(
-        commands,
-        "retention",
-        body=_run,
-        summary="delete segments past their topic's retention now (dry run unless --apply)",
-        description="Apply each topic's retention now: segments below the log start offset, "
-        "and for cleanup.policy=delete (or compact,delete) the oldest segments whose newest "
-        "record is older than retention.ms and those beyond retention.bytes. The topic's "
-        "configs come from the KRaft metadata log, kafkalog-topics.json, the configs Kafka "
-        "creates its internal topics with (__consumer_offsets and __transaction_state are "
-        "compacted), or else Kafka's defaults, flagged as assumed: --apply deletes nothing by "
-        "assumed configs without --assume-defaults.",
-        epilog=EXAMPLES,
-    ) as parser:
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    with operator_arguments(parser):
         add_apply_flag(parser, does="delete the segments")
         add_now_option(parser, used_for="evaluate retention.ms as of this time")
         parser.add_argument(
@@ -69,7 +64,8 @@ def add_parser(commands) -> None:
         )
 
 
-def _run(args: argparse.Namespace) -> int:
+@guarded("retention")
+def run(args: argparse.Namespace) -> int:
     from ..log.clock import MockClock, SystemClock
     from ..log.datadir import CONFIG_FROM_DEFAULTS
     from ..log.partition import plan_retention
@@ -85,13 +81,13 @@ def _run(args: argparse.Namespace) -> int:
     ):
         for entry in logs:
             if entry.log is None:
-                print(f"kafkalog retention: {entry.error}", file=sys.stderr)
+                report("retention", entry.error)
                 status = EXIT_PROBLEMS
                 continue
             log = entry.log
             problem = index_problem(log)
             if problem is not None:
-                print(f"kafkalog retention: {entry.directory.name}: {problem}", file=sys.stderr)
+                report("retention", f"{entry.directory.name}: {problem}")
                 status = EXIT_PROBLEMS
                 continue
             assumed = entry.config_source == CONFIG_FROM_DEFAULTS
@@ -101,19 +97,19 @@ def _run(args: argparse.Namespace) -> int:
                 if args.apply and plan.deletions and assumed and not args.assume_defaults:
                     applied = False
                     status = EXIT_PROBLEMS
-                    print(
-                        f"kafkalog retention: {entry.directory.name}: not applied: nothing "
+                    report(
+                        "retention",
+                        f"{entry.directory.name}: not applied: nothing "
                         f"records topic {log.topic_partition.topic}'s configs here (no KRaft "
                         f"metadata, no kafkalog-topics.json entry), so Kafka's defaults are "
                         f"assumed ({_policy(log.config)}); run with --assume-defaults to "
                         f"delete by them",
-                        file=sys.stderr,
                     )
                 elif args.apply and plan.deletions:
                     log.delete_old_segments()
             except KafkalogError as e:  # this partition's data: the others go on
                 located = locate_in_partition(e, entry.directory)
-                print(f"kafkalog retention: {entry.directory.name}: {located}", file=sys.stderr)
+                report("retention", f"{entry.directory.name}: {located}")
                 status = EXIT_PROBLEMS
                 continue
             results.append(_Result(entry.directory, log.config, plan, assumed, applied))

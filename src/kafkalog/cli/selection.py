@@ -46,6 +46,17 @@ def add_read_policy(group: argparse._ArgumentGroup, *, data_loss_help: str) -> N
         "--no-fail-on-data-loss", dest="fail_on_data_loss", action="store_false",
         help=data_loss_help,
     )  # fmt: skip
+    group.add_argument(
+        "--remote-storage", metavar="DIR",
+        help="where a broker with tiered storage moved old segments (Kafka's LocalTieredStorage "
+        "directory, its rsm.config.dir): those offsets are read from there "
+        "(docs/tiered-storage.md); without it they are data loss",
+    )  # fmt: skip
+
+
+def read_policy_options(args: argparse.Namespace) -> dict[str, str]:
+    """The reader options :func:`add_read_policy`'s flags give beyond the keyword arguments."""
+    return {"remoteStorage": args.remote_storage} if args.remote_storage else {}
 
 
 def add_decoders(group: argparse._ArgumentGroup, *, help_template: str) -> None:

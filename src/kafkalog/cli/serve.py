@@ -9,8 +9,14 @@ import os
 import sys
 from pathlib import Path
 
-from ..errors import KafkalogError
+from ..errors import EXIT_IO, EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, KafkalogError
+from .failures import report
 
+SUMMARY = "serve a data directory to Kafka clients (single node)"
+DESCRIPTION = (
+    "Run a single-node broker speaking the Kafka protocol over DATA_DIR: "
+    "produce, fetch, consumer groups and transactions from any Kafka client."
+)
 EXAMPLES = """\
 examples:
   kafkalog serve ./data                          # clients bootstrap from 127.0.0.1:9092
@@ -43,25 +49,21 @@ def _setting(text: str) -> tuple[str, str]:
     return name.strip(), value.strip()
 
 
-def add_parser(commands) -> None:
-    p = commands.add_parser(
-        "serve",
-        help="serve a data directory to Kafka clients (single node)",
-        description="Run a single-node broker speaking the Kafka protocol over DATA_DIR: "
-        "produce, fetch, consumer groups and transactions from any Kafka client.",
-        epilog=EXAMPLES,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "data_dir", metavar="DATA_DIR", type=Path, nargs="+", help="log directories"
     )
-    p.add_argument("data_dir", metavar="DATA_DIR", type=Path, nargs="+", help="log directories")
-    p.add_argument(
+    parser.add_argument(
         "--listen",
         type=_listen,
         default=None,
         metavar="HOST:PORT",
         help="a PLAINTEXT listener (default 127.0.0.1:9092 unless --listeners is given)",
     )
-    p.add_argument("--advertised-host", help="host name given to clients (default: listen host)")
-    sec = p.add_argument_group(
+    parser.add_argument(
+        "--advertised-host", help="host name given to clients (default: listen host)"
+    )
+    sec = parser.add_argument_group(
         "listeners and security",
         "Kafka's listeners, ssl.* and sasl.* settings: TLS on SSL and SASL_SSL listeners, "
         "SASL/PLAIN and SASL/SCRAM-SHA-256/512 on SASL_PLAINTEXT and SASL_SSL ones "
@@ -133,14 +135,14 @@ def add_parser(commands) -> None:
         metavar="N",
         help="PBKDF2 iterations of the SCRAM credentials derived at start (at least 4096)",
     )
-    p.add_argument("--node-id", type=int, default=0)
-    p.add_argument("--num-partitions", type=int, default=1, help="for auto-created topics")
-    p.add_argument("--no-auto-create-topics", action="store_true")
-    p.add_argument("--max-request-bytes", type=int, default=100 * 1024 * 1024)
-    p.add_argument("--max-connections", type=int, default=1000)
-    p.add_argument("--max-connections-per-ip", type=int, default=1000)
-    p.add_argument("--no-sendfile", action="store_true", help="copy fetched records instead")
-    p.add_argument(
+    parser.add_argument("--node-id", type=int, default=0)
+    parser.add_argument("--num-partitions", type=int, default=1, help="for auto-created topics")
+    parser.add_argument("--no-auto-create-topics", action="store_true")
+    parser.add_argument("--max-request-bytes", type=int, default=100 * 1024 * 1024)
+    parser.add_argument("--max-connections", type=int, default=1000)
+    parser.add_argument("--max-connections-per-ip", type=int, default=1000)
+    parser.add_argument("--no-sendfile", action="store_true", help="copy fetched records instead")
+    parser.add_argument(
         "--max-open-files",
         type=int,
         default=None,
@@ -148,21 +150,21 @@ def add_parser(commands) -> None:
         help="segment and index files open at once; the least recently used are closed and "
         "reopened on demand (default: half of what the open-files limit leaves)",
     )
-    p.add_argument(
+    parser.add_argument(
         "--offsets-topic-num-partitions",
         type=int,
         default=50,
         metavar="N",
         help="partitions of __consumer_offsets when it is created",
     )
-    p.add_argument(
+    parser.add_argument(
         "--transaction-state-log-num-partitions",
         type=int,
         default=50,
         metavar="N",
         help="partitions of __transaction_state when it is created",
     )
-    p.add_argument(
+    parser.add_argument(
         "--config",
         action="append",
         default=[],
@@ -173,8 +175,9 @@ def add_parser(commands) -> None:
         "log.cleaner.backoff.ms, log.cleaner.min.cleanable.ratio, "
         "log.cleaner.dedupe.buffer.size, log.cleaner.io.buffer.size)",
     )
-    p.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR"))
-    p.set_defaults(run=run)
+    parser.add_argument(
+        "--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING", "ERROR")
+    )
 
 
 def _security(args: argparse.Namespace) -> dict:
@@ -252,8 +255,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         security = _security(args)
     except (ValueError, OSError) as e:
-        print(f"kafkalog serve: {e}", file=sys.stderr)
-        return 2
+        report("serve", e)
+        return EXIT_USAGE
     config = ServerConfig(
         data_dirs=list(args.data_dir),
         **security,
@@ -287,12 +290,12 @@ def run(args: argparse.Namespace) -> int:
     except DataDirLockedError as e:  # another broker or kafkalog process holds the directory
         where = Path(e.path) if e.path else None
         lock = Path(os.path.realpath(where)) / LOCK_FILE_NAME if where else LOCK_FILE_NAME
-        print(f"kafkalog serve: cannot lock {lock}: {e.message}", file=sys.stderr)
-        return 3
+        report("serve", f"cannot lock {lock}: {e.message}")
+        return EXIT_IO
     except (KafkalogError, ValueError) as e:  # ValueError: TLS files or listeners
-        print(f"kafkalog serve: {e}", file=sys.stderr)
-        return 1
+        report("serve", e)
+        return EXIT_PROBLEMS
     except OSError as e:
-        print(f"kafkalog serve: {e}", file=sys.stderr)
-        return 3
-    return 0
+        report("serve", e)
+        return EXIT_IO
+    return EXIT_OK

@@ -26,16 +26,24 @@ from ..errors import EXIT_OK, EXIT_PROBLEMS, CorruptRecordError, KafkalogError
 from ..format import TimestampType
 from ..format.constants import MAGIC_VALUE_V2
 from ..format.offsets_rule import check_batch_header, check_entry_offsets
+from .failures import guarded, report
 from .operate import (
     cleanup_policy,
-    format_time,
     logs_in_progress,
-    operator_parser,
+    operator_arguments,
     partition_offsets,
     resolve_target,
-    write_json,
 )
+from .output import format_time, write_json
 
+SUMMARY = "sizes, records, offsets, times, codecs, producers per topic-partition"
+DESCRIPTION = (
+    "Summarise a data directory (or one partition directory) per "
+    "topic-partition, read-only: sizes, segments, batches and records, offsets and time "
+    "ranges, codecs and format versions, producers, and compaction state. Every batch's "
+    "CRC is checked and its records decoded, as Kafka's consumers do: damaged data is "
+    "reported where it starts."
+)
 EXAMPLES = """\
 examples:
   kafkalog stats /var/lib/kafka/data
@@ -117,19 +125,8 @@ class PartitionStats:
         }
 
 
-def add_parser(commands) -> None:
-    with operator_parser(
-        commands,
-        "stats",
-        body=_run,
-        summary="sizes, records, offsets, times, codecs, producers per topic-partition",
-        description="Summarise a data directory (or one partition directory) per "
-        "topic-partition, read-only: sizes, segments, batches and records, offsets and time "
-        "ranges, codecs and format versions, producers, and compaction state. Every batch's "
-        "CRC is checked and its records decoded, as Kafka's consumers do: damaged data is "
-        "reported where it starts.",
-        epilog=EXAMPLES,
-    ) as parser:
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    with operator_arguments(parser):
         parser.add_argument(
             "--plot", metavar="FILE.png", help="draw records and bytes over time per partition"
         )
@@ -142,7 +139,8 @@ def add_parser(commands) -> None:
         )
 
 
-def _run(args: argparse.Namespace) -> int:
+@guarded("stats")
+def run(args: argparse.Namespace) -> int:
     if args.plot:
         from .stats_plot import check_plot_path
 
@@ -183,9 +181,9 @@ def _run(args: argparse.Namespace) -> int:
         _print_table(target.path, results)
     for stats in results:
         for warning in stats.warnings:
-            print(f"kafkalog stats: warning: {warning}", file=sys.stderr)
+            report("stats", f"warning: {warning}")
         if stats.error:
-            print(f"kafkalog stats: {stats.path}: {stats.error}", file=sys.stderr)
+            report("stats", f"{stats.path}: {stats.error}")
     return EXIT_PROBLEMS if any(s.error for s in results) else EXIT_OK
 
 
@@ -213,13 +211,9 @@ def _open_without_index_hints(target, directory: Path):
     every offset index set aside (positions from walking the log, as Kafka rebuilds an index it
     cannot trust: an entry pointing outside the segment makes the open fail); ``(None,
     defaults)`` when it fails again (the first error is the one reported)."""
-    from ..log.datadir import (
-        CONFIG_FROM_DEFAULTS,
-        parse_partition_dir_name,
-        require_regular_entries,
-    )
+    from ..log.datadir import CONFIG_FROM_DEFAULTS, parse_partition_dir_name
     from ..log.partition import Log
-    from .operate import _topic_configs
+    from .operate import _topic_configs, open_log
 
     class WalkedLog(Log):
         def _read_log_end_offset(self) -> int:
@@ -234,9 +228,9 @@ def _open_without_index_hints(target, directory: Path):
     try:
         configs = _topic_configs(target.data_dir)
         recovery_point, log_start, clean = partition_offsets(target, directory)
-        require_regular_entries(directory)
-        log = WalkedLog.open(
+        log = open_log(
             directory,
+            log_class=WalkedLog,
             config=configs.config_for(topic),
             writable=False,
             log_start_offset=log_start,

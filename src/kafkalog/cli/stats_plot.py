@@ -11,7 +11,7 @@ import os
 from itertools import accumulate
 from pathlib import Path
 
-from .operate import UsageError
+from .failures import UsageError
 
 _MAX_LINES = 20  # beyond this the legend is useless: the largest partitions are drawn
 

@@ -17,17 +17,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import EXIT_OK, EXIT_PROBLEMS, KafkalogError
-from .operate import (
-    add_now_option,
-    bounded_int,
-    format_time,
-    logs_in_progress,
-    now_ms,
-    operator_parser,
-    resolve_target,
-    write_json,
-)
+from .arguments import bounded_int
+from .failures import guarded, report
+from .operate import add_now_option, logs_in_progress, now_ms, operator_arguments, resolve_target
+from .output import format_time, write_json
 
+SUMMARY = "aborted and open (hanging) transactions per partition"
+DESCRIPTION = (
+    "List the aborted and the open (hanging) transactions of every partition, "
+    "with producer ids, epochs and offsets, from the logs' transactional batches and "
+    "COMMIT/ABORT markers, checked against the .txnindex files."
+)
 EXAMPLES = """\
 examples:
   kafkalog transactions /var/lib/kafka/data
@@ -96,17 +96,8 @@ class PartitionTransactions:
         return min(starts) if starts else self.log_end_offset
 
 
-def add_parser(commands) -> None:
-    with operator_parser(
-        commands,
-        "transactions",
-        body=_run,
-        summary="aborted and open (hanging) transactions per partition",
-        description="List the aborted and the open (hanging) transactions of every partition, "
-        "with producer ids, epochs and offsets, from the logs' transactional batches and "
-        "COMMIT/ABORT markers, checked against the .txnindex files.",
-        epilog=EXAMPLES,
-    ) as parser:
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    with operator_arguments(parser):
         parser.add_argument("--all", action="store_true", help="list committed transactions too")
         parser.add_argument(
             "--timeout-ms",
@@ -119,7 +110,8 @@ def add_parser(commands) -> None:
         add_now_option(parser, used_for="the time to judge ages by")
 
 
-def _run(args: argparse.Namespace) -> int:
+@guarded("transactions")
+def run(args: argparse.Namespace) -> int:
     target = resolve_target(args.path, topics=args.topic)
     now = now_ms(args)
     results = []
@@ -137,16 +129,16 @@ def _run(args: argparse.Namespace) -> int:
     for found in results:
         unindexed = [t for t in found.transactions if t.in_txn_index is False]
         if unindexed:
-            print(
-                f"kafkalog transactions: {found.directory}: {len(unindexed)} aborted "
+            report(
+                "transactions",
+                f"{found.directory}: {len(unindexed)} aborted "
                 f"transaction(s) missing from the .txnindex (producer {unindexed[0].producer_id}, "
                 f"offsets {_opt(unindexed[0].first_offset)}-{_opt(unindexed[0].last_offset)}"
                 f"{' and more' if len(unindexed) > 1 else ''}): read_committed consumers "
                 f"return their records; kafkalog rebuild-index rebuilds the .txnindex",
-                file=sys.stderr,
             )
         if found.error:
-            print(f"kafkalog transactions: {found.directory}: {found.error}", file=sys.stderr)
+            report("transactions", f"{found.directory}: {found.error}")
     problems = any(
         f.error or any(t.hanging or t.in_txn_index is False for t in f.transactions)
         for f in results

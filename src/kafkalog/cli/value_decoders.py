@@ -13,11 +13,10 @@ import json
 from collections.abc import Callable
 from typing import TypeVar
 
+from ..errors import ValueDecodeError, ValueEncodeError
+from .output import compact_json
+
 _Fn = TypeVar("_Fn")
-
-
-class ValueDecodeError(ValueError):
-    """Raised when bytes do not fit the chosen decoder (the caller adds file and offset)."""
 
 
 def _utf8(data: bytes) -> str:
@@ -51,85 +50,37 @@ def _fixed_int(width: int) -> Callable[[bytes], int]:
     return decode
 
 
-_RAW: dict[str, Callable[[bytes], object]] = {
-    "utf8": _utf8,
-    "hex": _hex,
-    "base64": _base64,
-    "json": _json,
-    "int32": _fixed_int(4),
-    "int64": _fixed_int(8),
-}
-
-
-def _null_safe(decode: Callable[[bytes], object]) -> Callable[[bytes | None], object]:
-    def run(data: bytes | None) -> object:
-        return None if data is None else decode(bytes(data))
-
-    return run
-
-
-DECODERS: dict[str, Callable[[bytes | None], object]] = {
-    name: _null_safe(fn) for name, fn in _RAW.items()
-}
-"""Decoder name -> function; ``None`` (a null key or value) always decodes to ``None``."""
-
-DECODER_NAMES: tuple[str, ...] = tuple(DECODERS)
-
-
-def decoder(name: str) -> Callable[[bytes | None], object]:
-    """The decoder called ``name``; ``ValueError`` listing the choices for an unknown name."""
-    return _chosen(DECODERS, name, "decoder")
-
-
-def _chosen(table: dict[str, _Fn], name: str, what: str) -> _Fn:
-    """``table[name]``; ``ValueError`` naming the unknown ``what`` and the decoder names."""
-    try:
-        return table[name]
-    except KeyError:
-        raise ValueError(
-            f"unknown {what} {name!r}: choose one of {', '.join(DECODER_NAMES)}"
-        ) from None
-
-
 # -- the way back: text produced by a decoder -> the original bytes (``produce`` reads JSON lines)
-class ValueEncodeError(ValueError):
-    """Raised when a value does not fit the encoding it claims (the caller adds the line)."""
+def _text_encoder(
+    name: str,
+    convert: Callable[[str], bytes],
+    failed: str,
+    reason: Callable[[ValueError], object] = str,
+) -> Callable[[object], bytes]:
+    """The inverse of a decoder that shows bytes as text: ``convert`` the string back; a string
+    it refuses is ``failed`` (its ``reason`` in brackets), anything else is no string."""
+
+    def encode(value: object) -> bytes:
+        if not isinstance(value, str):
+            raise ValueEncodeError(f"{name} needs a string, not {type(value).__name__}")
+        try:
+            return convert(value)
+        except ValueError as e:  # UnicodeEncodeError, binascii.Error, fromhex's ValueError
+            raise ValueEncodeError(f"{failed} ({reason(e)})") from None
+
+    return encode
 
 
-def _encode_utf8(value: object) -> bytes:
-    if not isinstance(value, str):
-        raise ValueEncodeError(f"utf8 needs a string, not {type(value).__name__}")
-    try:
-        return value.encode("utf-8")
-    except UnicodeEncodeError as e:
-        raise ValueEncodeError(f"not encodable as UTF-8 ({e.reason})") from None
+def _unicode_reason(error: ValueError) -> object:
+    return error.reason if isinstance(error, UnicodeError) else error
 
 
-def _encode_hex(value: object) -> bytes:
-    if not isinstance(value, str):
-        raise ValueEncodeError(f"hex needs a string, not {type(value).__name__}")
-    try:
-        return bytes.fromhex(value)
-    except ValueError as e:
-        raise ValueEncodeError(f"not hex ({e})") from None
-
-
-def _encode_base64(value: object) -> bytes:
-    if not isinstance(value, str):
-        raise ValueEncodeError(f"base64 needs a string, not {type(value).__name__}")
-    try:
-        return base64.b64decode(value, validate=True)
-    except ValueError as e:
-        raise ValueEncodeError(f"not base64 ({e})") from None
+def _strict_b64decode(text: str) -> bytes:
+    return base64.b64decode(text, validate=True)
 
 
 def _encode_json(value: object) -> bytes:
     return compact_json(value).encode("utf-8")
-
-
-def compact_json(value: object) -> str:
-    """JSON text without spaces after separators: what every command prints for JSON."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
 def shown(value: object) -> str:
@@ -149,16 +100,51 @@ def _encode_int(width: int) -> Callable[[object], bytes]:
     return encode
 
 
+# Each decoder and its inverse, by the name users choose.
+_CODECS: dict[str, tuple[Callable[[bytes], object], Callable[[object], bytes]]] = {
+    "utf8": (_utf8, _text_encoder("utf8", str.encode, "not encodable as UTF-8", _unicode_reason)),
+    "hex": (_hex, _text_encoder("hex", bytes.fromhex, "not hex")),
+    "base64": (_base64, _text_encoder("base64", _strict_b64decode, "not base64")),
+    "json": (_json, _encode_json),
+    "int32": (_fixed_int(4), _encode_int(4)),
+    "int64": (_fixed_int(8), _encode_int(8)),
+}
+
+
+def _null_safe(decode: Callable[[bytes], object]) -> Callable[[bytes | None], object]:
+    def run(data: bytes | None) -> object:
+        return None if data is None else decode(bytes(data))
+
+    return run
+
+
+DECODERS: dict[str, Callable[[bytes | None], object]] = {
+    name: _null_safe(decode) for name, (decode, _) in _CODECS.items()
+}
+"""Decoder name -> function; ``None`` (a null key or value) always decodes to ``None``."""
+
 ENCODERS: dict[str, Callable[[object], bytes]] = {
-    "utf8": _encode_utf8,
-    "hex": _encode_hex,
-    "base64": _encode_base64,
-    "json": _encode_json,
-    "int32": _encode_int(4),
-    "int64": _encode_int(8),
+    name: encode for name, (_, encode) in _CODECS.items()
 }
 """Decoder name -> its inverse: ``ENCODERS[n](DECODERS[n](b)) == b`` for every decoder except
 ``json``, which gives back compact JSON (the same bytes only when the original was compact)."""
+
+DECODER_NAMES: tuple[str, ...] = tuple(DECODERS)
+
+
+def decoder(name: str) -> Callable[[bytes | None], object]:
+    """The decoder called ``name``; ``ValueError`` listing the choices for an unknown name."""
+    return _chosen(DECODERS, name, "decoder")
+
+
+def _chosen(table: dict[str, _Fn], name: str, what: str) -> _Fn:
+    """``table[name]``; ``ValueError`` naming the unknown ``what`` and the decoder names."""
+    try:
+        return table[name]
+    except KeyError:
+        raise ValueError(
+            f"unknown {what} {name!r}: choose one of {', '.join(DECODER_NAMES)}"
+        ) from None
 
 
 def encoder(name: str) -> Callable[[object], bytes]:

@@ -9,15 +9,25 @@ verdict: 0 no error (warnings allowed), 1 errors found, 2 usage error, 3 I/O err
 from __future__ import annotations
 
 import argparse
-import json
+import functools
 import os
 import sys
 
-from ..errors import EXIT_IO, EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE
+from ..errors import EXIT_IO, EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, UsageError
 from ..log.verify import ERROR, INFO, WARNING, VerifyReport
-from .operate import command_parser
+from .arguments import add_json_flag
+from .failures import os_error_text, report
+from .output import plural, write_json
 from .progress import Progress, total_bytes
+from .remote import check_urls, is_url
 
+SUMMARY = "check a data directory, partition directory or file against Kafka's rules"
+DESCRIPTION = (
+    "Check Kafka log files without changing them: batch CRCs and framing, "
+    "records, offsets within and across segments, indexes against the log, checkpoints, "
+    "producer snapshots and leftovers. Accepts a broker data directory, a partition "
+    "directory, or one .log/.index/.timeindex/.txnindex/.snapshot/checkpoint file."
+)
 EXAMPLES = """\
 examples:
   kafkalog verify /var/lib/kafka/data
@@ -29,22 +39,13 @@ exit status: 0 no errors (warnings allowed), 1 errors found, 2 usage error, 3 I/
 """
 
 _ORDER = {ERROR: 0, WARNING: 1, INFO: 2}
-_COMPACT = {"separators": (",", ":"), "ensure_ascii": False}  # as every --json of kafkalog
 
 
-def add_parser(commands) -> None:
-    parser = command_parser(
-        commands,
-        "verify",
-        summary="check a data directory, partition directory or file against Kafka's rules",
-        description="Check Kafka log files without changing them: batch CRCs and framing, "
-        "records, offsets within and across segments, indexes against the log, checkpoints, "
-        "producer snapshots and leftovers. Accepts a broker data directory, a partition "
-        "directory, or one .log/.index/.timeindex/.txnindex/.snapshot/checkpoint file.",
-        epilog=EXAMPLES,
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "path", metavar="DATA_DIR|PARTITION_DIR|FILE", help="what to verify (a path or a URL)"
     )
-    parser.add_argument("path", metavar="DATA_DIR|PARTITION_DIR|FILE", help="what to verify")
-    parser.add_argument("--json", action="store_true", help="one JSON object per line")
+    add_json_flag(parser)
     parser.add_argument(
         "--no-deep",
         dest="deep",
@@ -56,7 +57,6 @@ def add_parser(commands) -> None:
         action="store_true",
         help="print only errors (with --json: errors and summary), and no progress bar",
     )
-    parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -65,24 +65,27 @@ def run(args: argparse.Namespace) -> int:
     )
 
     try:
-        total = total_bytes([args.path]) if os.path.exists(args.path) else 0
-        with Progress(total, "verify", quiet=args.quiet) as progress:
-            report = verify(args.path, deep=args.deep, on_bytes=progress.advance)
-    except FileNotFoundError as e:
-        print(f"kafkalog verify: {args.path}: {e.strerror or e}", file=sys.stderr)
-        return EXIT_IO
-    except ValueError as e:
-        print(f"kafkalog verify: {e}", file=sys.stderr)
+        check_urls([args.path])
+    except UsageError as e:
+        report("verify", e)
         return EXIT_USAGE
-    except OSError as e:
-        print(f"kafkalog verify: {e.filename or args.path}: {e.strerror or e}", file=sys.stderr)
+    try:
+        total = total_bytes([args.path]) if is_url(args.path) or os.path.exists(args.path) else 0
+        with Progress(total, "verify", quiet=args.quiet) as progress:
+            verdict = verify(args.path, deep=args.deep, on_bytes=progress.advance)
+    except ValueError as e:  # a file kind verify does not know
+        report("verify", e)
+        return EXIT_USAGE
+    except OSError as e:  # a missing path is named as given
+        named = None if isinstance(e, FileNotFoundError) else e.filename
+        report("verify", os_error_text(e) if named else f"{args.path}: {e.strerror or e}")
         return EXIT_IO
     if args.json:
-        _print_json(report, quiet=args.quiet)
+        _print_json(verdict, quiet=args.quiet)
     else:
-        _print_text(report, quiet=args.quiet)
+        _print_text(verdict, quiet=args.quiet)
     sys.stdout.flush()
-    return EXIT_OK if report.ok else EXIT_PROBLEMS
+    return EXIT_OK if verdict.ok else EXIT_PROBLEMS
 
 
 def _sorted_findings(report: VerifyReport, quiet: bool):
@@ -91,13 +94,12 @@ def _sorted_findings(report: VerifyReport, quiet: bool):
 
 
 def _print_json(report: VerifyReport, *, quiet: bool) -> None:
-    out = sys.stdout
     if not quiet:
         for summary in report.partitions:
-            out.write(json.dumps({"type": "partition", **summary.to_dict()}, **_COMPACT) + "\n")
+            write_json({"type": "partition", **summary.to_dict()})
     for finding in _sorted_findings(report, quiet):
-        out.write(json.dumps({"type": "finding", **finding.to_dict()}, **_COMPACT) + "\n")
-    out.write(json.dumps({"type": "summary", **report.summary_dict()}, **_COMPACT) + "\n")
+        write_json({"type": "finding", **finding.to_dict()})
+    write_json({"type": "summary", **report.summary_dict()})
 
 
 def _print_text(report: VerifyReport, *, quiet: bool) -> None:
@@ -112,7 +114,7 @@ def _print_text(report: VerifyReport, *, quiet: bool) -> None:
             f"verified {report.path}: {totals['partitions']} partitions, {totals['segments']} "
             f"segments, {totals['batches']} batches, {totals['records']} records in "
             f"{report.files_checked} files ({'deep' if report.deep else 'no record decoding'}): "
-            f"{_plural(counts[ERROR], 'error')}, {_plural(counts[WARNING], 'warning')}, "
+            f"{plural(counts[ERROR], 'error')}, {plural(counts[WARNING], 'warning')}, "
             f"{counts[INFO]} info"
         )
         blocks = [_table(report), findings, [summary]]
@@ -133,10 +135,6 @@ def _table(report: VerifyReport) -> list[str]:
     return lines
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
-
-
 def _describe(finding) -> str:
     where = []
     if finding.position is not None:
@@ -147,10 +145,24 @@ def _describe(finding) -> str:
     return f"{finding.severity.upper()} {finding.code}{at}: {finding.message}"
 
 
+@functools.cache
+def _is_dir(path: str) -> bool:
+    if is_url(path):
+        from ..log.storage import as_path
+
+        return as_path(path).is_dir()
+    return os.path.isdir(path)
+
+
 def _relative(path: str, root: str) -> str:
     """Paths under a verified directory are shown relative to it (a file stays as given)."""
-    if os.path.isdir(root):
-        relative = os.path.relpath(path, root)
-        if not relative.startswith(".."):
-            return os.path.basename(path) if relative == "." else relative
+    if not _is_dir(root):
+        return path
+    if is_url(root):  # a prefix: its objects' URLs start with it
+        if path == root:
+            return path.rsplit("/", 1)[-1]
+        return path[len(root) + 1 :] if path.startswith(root + "/") else path
+    relative = os.path.relpath(path, root)
+    if not relative.startswith(".."):
+        return os.path.basename(path) if relative == "." else relative
     return path

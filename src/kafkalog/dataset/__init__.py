@@ -2,8 +2,9 @@
 read and write options, planning a scan from the indexes into offset ranges and byte ranges,
 reading those ranges into Arrow batches with the columnar decoder, the producer's key
 partitioning, and writing Arrow rows as Kafka logs (staged, then committed under the data
-directory's lock: :mod:`.writer`). The edges build on it: :mod:`kafkalog.arrow` (pyarrow readers),
-:mod:`kafkalog.spark` (the PySpark data source) and the command line."""
+directory's lock: :mod:`.writer`; in object storage by a manifest: :mod:`.remote_writer`). The
+edges build on it: :mod:`kafkalog.arrow` (pyarrow readers), :mod:`kafkalog.spark` (the PySpark
+data source) and the command line."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from .manifest import ConcurrentCommitError
     from .options import (
         EARLIEST,
         LATEST,
@@ -57,6 +59,7 @@ if TYPE_CHECKING:
 _EXPORTS = {
     "EARLIEST": "options",
     "LATEST": "options",
+    "ConcurrentCommitError": "manifest",
     "OffsetRange": "reader",
     "OffsetSpec": "options",
     "OptionError": "options",
@@ -98,6 +101,7 @@ __all__ = [
     "EARLIEST",
     "LATEST",
     "STAGING_DIR",
+    "ConcurrentCommitError",
     "OffsetRange",
     "OffsetSpec",
     "OptionError",

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from urllib.parse import unquote, urlparse
 
-from ..errors import KafkalogError
+from ..errors import OptionError
 
 __all__ = [
     "OptionError",
@@ -47,10 +47,6 @@ def is_internal_topic(topic: str) -> bool:
     return topic in INTERNAL_TOPICS
 
 
-class OptionError(KafkalogError, ValueError):
-    """An unknown option, a bad value or options that contradict each other."""
-
-
 _CANONICAL = {
     name.lower(): name
     for name in (
@@ -62,6 +58,7 @@ _CANONICAL = {
         "maxTriggerDelay", "pushdown", "topic", "numPartitions", "codec",
         "kafka.compression.type", "compressionLevel", "batchSize", "kafka.batch.size",
         "segmentBytes", "sinkId", "checkpointLocation", "dataLossLog", "lockTimeoutMs",
+        "remoteStorage",
     )
 }  # fmt: skip
 # Spark Kafka options (besides kafka.*) with no meaning for files: accepted, ignored, warned about.
@@ -80,7 +77,7 @@ _READ_ONLY = {"assign", "subscribe", "subscribepattern", "startingoffsets", "end
               "startingoffsetsbytimestampstrategy", "endingtimestamp", "endingoffsetsbytimestamp",
               "failondataloss", "includeheaders", "minpartitions", "maxrecordsperpartition",
               "kafka.isolation.level", "maxoffsetspertrigger", "minoffsetspertrigger",
-              "maxtriggerdelay", "pushdown", "datalosslog"}  # fmt: skip
+              "maxtriggerdelay", "pushdown", "datalosslog", "remotestorage"}  # fmt: skip
 _WRITE_ONLY = {"topic", "numpartitions", "codec", "kafka.compression.type", "compressionlevel",
                "batchsize", "kafka.batch.size", "segmentbytes", "sinkid",
                "locktimeoutms"}  # fmt: skip
@@ -196,6 +193,9 @@ class ReadOptions:
     min_offsets_per_trigger: int | None
     max_trigger_delay_ms: int
     data_loss_log: str | None = None  # a directory: each skipped damage or loss as a JSON line
+    # Kafka's LocalTieredStorage directory (its rsm.config.dir): offsets tiered storage moved
+    # there are read from it (docs/tiered-storage.md)
+    remote_storage: str | None = None
 
     def selects(self, topic: str, partition: int) -> bool:
         if self.assign is not None:
@@ -224,8 +224,27 @@ def _paths(options: Mapping[str, str]) -> tuple[str, ...]:
         raise OptionError("no data directory: use load(dataDir) (or load([dir1, dir2]))")
     out: list[str] = []
     for raw in paths:
-        out.extend(_expand(_local_path(raw)))
+        out.extend([_storage_url(raw)] if _is_storage_url(raw) else _expand(_local_path(raw)))
     return tuple(dict.fromkeys(out))
+
+
+def _is_storage_url(raw: str) -> bool:
+    from ..log.storage import SCHEMES
+
+    return "://" in raw and urlparse(raw).scheme.lower() in SCHEMES
+
+
+def _storage_url(raw: str) -> str:
+    """A data directory in object storage (docs/object-storage.md), checked: a supported
+    scheme, no credentials in it, no glob (object stores have no directories to match)."""
+    from ..log.storage import filesystem_for
+
+    if any(c in raw for c in "*?["):
+        raise OptionError(f"path {raw!r}: globs are not supported in object storage URLs")
+    try:
+        return filesystem_for(raw)[2]
+    except ValueError as e:
+        raise OptionError(f"path: {e}") from None
 
 
 def _local_path(raw: str) -> str:
@@ -236,7 +255,8 @@ def _local_path(raw: str) -> str:
     if url.scheme != "file":
         raise OptionError(
             f"path {raw!r}: kafkalog reads data directories on a local or mounted filesystem "
-            f"(a path or a file:// URI), not {url.scheme}:// (copy the directory, or mount it)"
+            f"(a path or a file:// URI) or in object storage (s3://, gs://, abfss://, hdfs://), "
+            f"not {url.scheme}://"
         )
     if url.netloc not in ("", "localhost"):
         raise OptionError(
@@ -423,6 +443,7 @@ def parse_read_options(
         min_offsets_per_trigger=min_trigger,
         max_trigger_delay_ms=delay,
         data_loss_log=options.get("datalosslog") or None,
+        remote_storage=options.get("remotestorage") or None,
     )
 
 

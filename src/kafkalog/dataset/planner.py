@@ -23,6 +23,10 @@ or whose entry used does not point at a batch start at or below its offset, is s
 positions come from walking the log from the segment's start, as Kafka rebuilds such an index.
 A damaged index never changes what is read. Segments without an index (copies of a live broker
 often lack the active segment's preallocated index) walk from their start too.
+
+A data directory in object storage that kafkalog wrote has manifests (:mod:`.manifest`): it is
+read as the newest one says (its partitions, segments and log start offsets), so objects of a
+write that has not committed are never read.
 """
 
 from __future__ import annotations
@@ -35,13 +39,14 @@ import os
 import socket
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
-from ..errors import CorruptRecordError, KafkalogError
+from ..errors import CorruptRecordError, DataLossError, KafkalogError
 from ..format.constants import HEADER_SIZE_UP_TO_MAGIC
 from ..format.entries import HEADER_PEEK, Tail, entry_header
 from ..log.clock import SystemClock
@@ -58,7 +63,9 @@ from ..log.datadir import (
 from ..log.errors import InvalidFileNameError
 from ..log.partition import LogConfig, load_segments
 from ..log.producer import CorruptSnapshotError, list_snapshot_files, read_snapshot
-from ..log.segment import LogSegment, SegmentWalk
+from ..log.segment import LogSegment, SegmentWalk, open_remote_segments
+from ..log.storage import as_path, is_remote
+from ..log.tiered import copied_remote_offsets, open_tiered_partition
 from ..log.verify import DEFAULT_MAX_MESSAGE_BYTES, partial_tail_problem
 
 __all__ = [
@@ -72,12 +79,6 @@ __all__ = [
     "open_partition",
     "torn_tail",
 ]
-
-
-class DataLossError(KafkalogError):
-    """Offsets asked for are not in the data directory (retention, a missing segment, a
-    checkpoint past the data, damaged bytes); with failOnDataLoss=false they are skipped with a
-    warning."""
 
 
 _log = logging.getLogger("kafkalog")
@@ -165,7 +166,7 @@ def discover(paths, *, report: bool = False, warn: bool = True) -> dict[TopicPar
     error naming them; an empty one is a warning (``warn=False``: only the error)."""
     found: dict[TopicPartition, Path] = {}
     for raw in paths:
-        root = Path(raw)
+        root = as_path(raw)  # a local directory, or one in object storage (RemotePath)
         if not root.is_dir():
             raise FileNotFoundError(
                 f"data directory {raw} does not exist or is not a directory (it must be visible "
@@ -181,10 +182,13 @@ def discover(paths, *, report: bool = False, warn: bool = True) -> dict[TopicPar
                 )
         else:
             children = sorted(p for p in root.iterdir())
+        committed = _committed_in(root, children) if is_remote(root) else None
         before = len(found)
         for child in children:
             if not child.is_dir():
                 continue
+            if committed is not None and child.name not in committed:
+                continue  # not committed (a write under way, or one that died)
             try:
                 parsed = parse_partition_dir_name(child.name)
             except (InvalidFileNameError, KafkalogError):
@@ -203,6 +207,51 @@ def discover(paths, *, report: bool = False, warn: bool = True) -> dict[TopicPar
         if report and len(found) == before:
             _no_partitions(raw, children, warn)
     return found
+
+
+# A remote data directory's newest commit, by its URL, as the last discover() found it: what
+# open_partition reads there (the plan's snapshot of the directory).
+_COMMITTED: dict = {}
+
+
+def _committed_in(root, children) -> set[str] | None:
+    """The partition directories the newest manifest of the remote data directory holding
+    ``children`` lists (None: no manifest, every partition directory is read)."""
+    from .manifest import newest_manifest
+
+    partition_dir = len(children) == 1 and children[0] is root
+    data_dir = root.parent if partition_dir else root
+    manifest = newest_manifest(data_dir)
+    if manifest is None:
+        _COMMITTED.pop(str(data_dir), None)
+        return None
+    _COMMITTED[str(data_dir)] = manifest
+    from ..log.datadir import log_dir_name
+
+    names = {log_dir_name(tp) for tp in manifest.partitions}
+    return names if not partition_dir else ({root.name} & names)
+
+
+def _committed_segments(tp: TopicPartition, directory) -> list[LogSegment]:
+    """The segments of a remote partition that its data directory's newest commit lists (all of
+    them when it has no manifest); a listed segment whose object changed size is an error."""
+    manifest = _COMMITTED.get(str(directory.parent))
+    if manifest is None or tp not in manifest.partitions:
+        return open_remote_segments(directory, LogConfig(), SystemClock())
+    from .remote_writer import check_committed
+
+    entry = manifest.partitions[tp]
+    segments: list[LogSegment] = []
+    try:
+        for base, _ in entry.segments:
+            segment = LogSegment.open(directory, base, LogConfig(), SystemClock(), writable=False)
+            segments.append(segment)
+            check_committed(manifest, tp, base, segment.log.path, segment.log.file_size())
+    except BaseException:
+        for segment in segments:
+            segment.close()
+        raise
+    return segments
 
 
 def _no_partitions(raw: str, children: list[Path], warn: bool) -> None:
@@ -280,6 +329,7 @@ class IndexHints:
         self.base_offset = segment.base_offset
         self.end_position = end_position
         self._index = segment.offset_index  # read on first use: most segments' never are
+        self._records = segment.log
         self._checked: set[int] = set()
 
     @functools.cached_property
@@ -289,7 +339,7 @@ class IndexHints:
         if index is None or index.entries == 0:
             return np.zeros(0, dtype=np.int64)
         try:
-            raw = np.fromfile(index.file, dtype=">i4", count=2 * index.entries)
+            raw = _index_entries(index, ">i4", 2 * index.entries)
         except (OSError, ValueError):
             return np.zeros(0, dtype=np.int64)
         raw = raw[: len(raw) // 2 * 2].reshape(-1, 2).astype(np.int64)
@@ -305,8 +355,11 @@ class IndexHints:
             return True
         offset, position = int(self.offsets[n]), int(self.positions[n])
         try:
-            with open(self.path, "rb") as f:
-                head = os.pread(f.fileno(), HEADER_PEEK, position)
+            if is_remote(self.path):  # one ranged read (of a block, with the next headers)
+                head = self._records.read(position, HEADER_PEEK)
+            else:
+                with open(self.path, "rb") as f:
+                    head = os.pread(f.fileno(), HEADER_PEEK, position)
             header = entry_header(head, 0, self.end_position - position)
         except (OSError, KafkalogError):
             header = None
@@ -374,7 +427,7 @@ class TimeHints:
         if index is None or index.entries == 0:
             return np.zeros(0, dtype=np.int64)
         try:
-            raw = np.fromfile(index.file, dtype=_TIME_ENTRY, count=index.entries)
+            raw = _index_entries(index, _TIME_ENTRY, index.entries)
         except (OSError, ValueError):
             return np.zeros(0, dtype=np.int64)
         ts = raw["timestamp"].astype(np.int64)
@@ -395,6 +448,14 @@ class TimeHints:
         """An offset at or before the first record with a timestamp >= ``timestamp``."""
         n = int(np.searchsorted(self.timestamps, timestamp, side="left")) - 1
         return int(self.offsets[n]) if n >= 0 else None
+
+
+def _index_entries(index, dtype, count: int) -> np.ndarray:
+    """An index file's first ``count`` items of ``dtype`` (the entries already fetched, for an
+    index in object storage)."""
+    if is_remote(index.file):
+        return np.frombuffer(index.raw_entries(), dtype=dtype, count=count)
+    return np.fromfile(index.file, dtype=dtype, count=count)
 
 
 @dataclass
@@ -488,9 +549,7 @@ class PartitionLog:
         """Where the oldest open transaction starts, or the log end offset."""
         open_txns: dict[int, int] = {}
         start = self.log_start_offset
-        snapshots = [
-            s for s in list_snapshot_files(self.directory) if s.offset <= self.log_end_offset
-        ]
+        snapshots = [s for s in _snapshot_files(self.directory) if s.offset <= self.log_end_offset]
         for snap in reversed(snapshots):
             if snap.offset < self.log_start_offset:
                 break
@@ -519,6 +578,23 @@ class PartitionLog:
         return min(open_txns.values(), default=self.log_end_offset)
 
 
+class _Snapshot(NamedTuple):
+    offset: int
+    path: os.PathLike
+
+
+def _snapshot_files(directory) -> list:
+    """The producer snapshots of a partition directory, by offset."""
+    if not is_remote(directory):
+        return list_snapshot_files(directory)
+    found = [
+        _Snapshot(int(p.name[: -len(".snapshot")]), p)
+        for p in directory.iterdir()
+        if p.name.endswith(".snapshot") and p.name[: -len(".snapshot")].isdigit()
+    ]
+    return sorted(found, key=lambda s: s.offset)
+
+
 def _tail(
     seg: LogSegment, path: str, hints: IndexHints, max_message_bytes: Callable[[], int]
 ) -> tuple[int, SegmentWalk]:
@@ -534,8 +610,11 @@ def _tail(
     left = (walk.end or 0) - walk.valid_end
     if walk.tail == Tail.PARTIAL and left > HEADER_SIZE_UP_TO_MAGIC:  # a header to judge
         limit = max_message_bytes()
-        with open(path, "rb") as f:
-            rest = os.pread(f.fileno(), min(left, 2 * limit), walk.valid_end)
+        if is_remote(path):
+            rest = seg.log.read(walk.valid_end, min(left, 2 * limit))
+        else:
+            with open(path, "rb") as f:
+                rest = os.pread(f.fileno(), min(left, 2 * limit), walk.valid_end)
         problem = partial_tail_problem(rest, 0, max_batch_size=limit)
         if problem is not None:
             walk.tail = Tail.CORRUPT
@@ -551,19 +630,42 @@ def open_partition(
     fail_on_data_loss: bool,
     data_loss_log: str | None = None,
     max_message_bytes: Callable[[], int] = lambda: DEFAULT_MAX_MESSAGE_BYTES,
+    remote_storage: str | os.PathLike | None = None,
+    remote_metadata: Mapping | None = None,
 ) -> PartitionLog:
     """A partition's segments, start and end offsets, from listings, indexes and tails;
     ``max_message_bytes()`` is the topic's (the largest batch a torn append can have been),
-    asked only when the log ends in an incomplete entry."""
-    result = load_segments(directory, LogConfig(), SystemClock(), writable=False)
-    segments: list[SegmentInfo] = []
+    asked only when the log ends in an incomplete entry.
+
+    A partition of a broker with tiered storage (copied remote segments in ``remote_metadata``,
+    its data directory's ``__remote_log_metadata``) is read from ``remote_storage`` below its
+    local segments; without it, those offsets are data loss (said, never silently left out)."""
+    tiered = None
     end_damage = None
-    for n, seg in enumerate(result.segments):
-        path = str(seg.path)
-        size = os.stat(path).st_size
-        if n + 1 < len(result.segments):  # rolled: read whole (damage in it is the reader's)
+    if is_remote(directory):  # object storage: read-only by nature, nothing to recover
+        loaded = _committed_segments(tp, directory)
+    else:
+        copied = (
+            copied_remote_offsets(directory, metadata=remote_metadata) if remote_metadata else None
+        )
+        if copied is not None and remote_storage is not None:
+            tiered = open_tiered_partition(directory, remote_storage, metadata=remote_metadata)
+            loaded = [piece.segment for piece in tiered.segments]
+        else:
+            loaded = load_segments(directory, LogConfig(), SystemClock(), writable=False).segments
+            if copied is not None:
+                data_loss(
+                    f"{tp}: offsets {copied[0]} to {copied[1]} are in tiered storage (give the "
+                    "remote storage directory, option remoteStorage, to read them)",
+                    fail_on_data_loss, log_dir=data_loss_log,
+                )  # fmt: skip
+    segments: list[SegmentInfo] = []
+    for n, seg in enumerate(loaded):
+        path = seg.log.path
+        size = seg.log.file_size()
+        if n + 1 < len(loaded):  # rolled: read whole (damage in it is the reader's)
             hints = IndexHints(path, seg, size)
-            times = TimeHints(seg, result.segments[n + 1].base_offset)
+            times = TimeHints(seg, loaded[n + 1].base_offset)
             segments.append(SegmentInfo(seg.base_offset, path, size, seg, hints, times))
             continue
         hints = IndexHints(path, seg, size)
@@ -582,9 +684,20 @@ def open_partition(
                 end_damage = e
         times = TimeHints(seg, None)
         segments.append(SegmentInfo(seg.base_offset, path, walk.valid_end, seg, hints, times))
+    if tiered is not None and tiered.problem is not None:  # the readable prefix ends there
+        try:
+            data_loss(str(tiered.problem), fail_on_data_loss, cause=tiered.problem,
+                      log_dir=data_loss_log)  # fmt: skip
+        except DataLossError as e:
+            end_damage = e
     if not segments:
-        return PartitionLog(tp, directory, [], 0, 0, _orphans(directory, []))
-    start_cp = _log_start_checkpoint(directory.parent).get(tp, 0)
+        committed = is_remote(directory) and str(directory.parent) in _COMMITTED
+        return PartitionLog(tp, directory, [], 0, 0, [] if committed else _orphans(directory, []))
+    manifest = _COMMITTED.get(str(directory.parent)) if is_remote(directory) else None
+    if manifest is not None and tp in manifest.partitions:
+        start_cp = manifest.partitions[tp].log_start_offset
+    else:
+        start_cp = _log_start_checkpoint(directory.parent).get(tp, 0)
     first_base = segments[0].base_offset
     log_end = max(result_end, segments[-1].base_offset)
     log_start = max(start_cp, first_base)
@@ -596,7 +709,10 @@ def open_partition(
             log_dir=data_loss_log,
         )
         log_start = first_base
-    missing = _orphans(directory, [s.base_offset for s in segments])
+    if manifest is not None:  # its commit names every segment; other objects are not yet
+        missing = []
+    else:
+        missing = _orphans(directory, [s.base_offset for s in segments])
     if missing and missing[0][0] < first_base and start_cp <= missing[0][0]:
         log_start = missing[0][0]  # the log began at a segment that is gone: offsets lost
     return PartitionLog(tp, directory, segments, log_start, log_end, missing, end_damage)
@@ -638,3 +754,4 @@ def _orphans(directory: Path, bases: list[int]) -> list[tuple[int, int]]:
 
 def clear_caches() -> None:
     _CHECKPOINT_CACHE.clear()
+    _COMMITTED.clear()

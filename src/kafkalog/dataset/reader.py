@@ -30,6 +30,8 @@ from ..format.constants import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD
 from ..format.entries import ENTRY_HEADER as _ENTRY
 from ..format.entries import frame_entry, framed_run
 from ..log.datadir import TopicPartition
+from ..log.storage import RemoteFile, is_remote
+from ..log.tiered import read_remote_log_metadata
 from .options import EARLIEST, LATEST, OptionError, ReadOptions
 from .planner import PartitionLog, data_loss, discover, notice, open_partition
 
@@ -107,6 +109,11 @@ def open_selected(options: ReadOptions) -> dict[TopicPartition, PartitionLog]:
                       options.fail_on_data_loss, log_dir=options.data_loss_log)  # fmt: skip
     logs = {}
     limits = _TopicLimits()
+    # Each local data directory's remote log metadata (tiered storage), read once per plan.
+    remote_metadata = {
+        root: read_remote_log_metadata(root)
+        for root in {d.parent for d in selected.values() if not is_remote(d)}
+    }
     try:
         for tp in sorted(selected, key=lambda t: (t.topic, t.partition)):
             directory = selected[tp]
@@ -114,6 +121,8 @@ def open_selected(options: ReadOptions) -> dict[TopicPartition, PartitionLog]:
                 tp, directory, fail_on_data_loss=options.fail_on_data_loss,
                 data_loss_log=options.data_loss_log,
                 max_message_bytes=functools.partial(limits.max_message_bytes, directory, tp.topic),
+                remote_storage=options.remote_storage,
+                remote_metadata=remote_metadata.get(directory.parent),
             )  # fmt: skip
     except BaseException:
         for log in logs.values():
@@ -136,6 +145,8 @@ class _TopicLimits:
         from ..log.verify import DEFAULT_MAX_MESSAGE_BYTES
 
         data_dir = partition_dir.parent
+        if is_remote(data_dir):  # (the metadata log is not fetched: Kafka's default)
+            return DEFAULT_MAX_MESSAGE_BYTES
         if data_dir not in self._configs:
             self._configs[data_dir] = topic_configs(data_dir)
         found = self._configs[data_dir]
@@ -443,11 +454,11 @@ def _complete_end(
     return pos, last, cuts, False
 
 
-def _frame_at(fd: int, path: str, pos: int, end: int) -> int:
+def _frame_at(pread, path: str, pos: int, end: int) -> int:
     """The size of the entry at ``pos``, which must lie whole within ``end``: the plan covers
     complete entries only, so anything else there is damage (a torn append can only end the
     active segment, and the plan stops before it)."""
-    head = os.pread(fd, HEADER_SIZE_UP_TO_MAGIC, pos)
+    head = pread(HEADER_SIZE_UP_TO_MAGIC, pos)
     if len(head) < HEADER_SIZE_UP_TO_MAGIC:
         raise CorruptRecordError(
             f"only {len(head)} bytes remain here where the planned range holds {end - pos} "
@@ -478,19 +489,28 @@ def _chunks(path: str, start: int, end: int, stop_offset: int | None, chunk: int
     With ``segment_end`` (every offset of the segment is below it), an entry whose offset is at
     or past it is damage (a baseOffset the CRC does not cover): the chunk before it is yielded,
     then CorruptRecordError; ``stop_offset`` then ends the reading early only below it."""
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    if is_remote(path):  # an object: ranged reads of the same chunks
+        remote: RemoteFile | None = RemoteFile(path)
+        fd, pread = -1, remote.read_at
+    else:
+        remote = None
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        pread = functools.partial(os.pread, fd)
     buf = bytearray(min(chunk, max(end - start, 0)) or 1)
     if segment_end is not None and stop_offset is not None and stop_offset >= segment_end:
         stop_offset = None  # the range reads to the segment's end: every entry is checked
     try:
         pos = start
         while pos < end:
-            first = _frame_at(fd, path, pos, end)
+            first = _frame_at(pread, path, pos, end)
             if first > len(buf):  # one entry bigger than the buffer: grow for it
                 buf = bytearray(first)
             want = min(len(buf), end - pos)
             view = memoryview(buf)
-            got = os.preadv(fd, [view[:want]], pos)
+            if remote is not None:
+                got = remote.readinto(view[:want], pos)
+            else:
+                got = os.preadv(fd, [view[:want]], pos)
             usable, last, cuts, beyond = _complete_end(view, got, step, segment_end)
             if usable:
                 yield pos, view[:usable], [c for c in cuts if c < usable]
@@ -514,7 +534,10 @@ def _chunks(path: str, start: int, end: int, stop_offset: int | None, chunk: int
             if stop_offset is not None and last is not None and last >= stop_offset:
                 return
     finally:
-        os.close(fd)
+        if remote is not None:
+            remote.close()
+        else:
+            os.close(fd)
 
 
 def iter_chunks(path: str, start: int, end: int, stop_offset: int | None = None,
@@ -574,7 +597,7 @@ def _read_one(part: KafkaInputPartition, decoder: ColumnarDecoder) -> Iterator[p
     the records before them; with failOnDataLoss=false they are skipped with a warning instead:
     a damaged entry whose frame holds is stepped over, and a frame that does not hold ends the
     range (nothing after it can be found)."""
-    if not os.path.exists(part.path):
+    if not is_remote(part.path) and not os.path.exists(part.path):
         raise FileNotFoundError(
             f"segment {part.path} is not visible from this executor: the data directory must be "
             f"on a filesystem the driver and every executor share"
@@ -717,8 +740,12 @@ def _after_entry(path: str, position: int | None, end: int) -> int | None:
     go on after it), else None (nothing after it can be found)."""
     if position is None:
         return None
-    with open(path, "rb") as f:
-        head = os.pread(f.fileno(), HEADER_SIZE_UP_TO_MAGIC, position)
+    if is_remote(path):
+        with RemoteFile(path) as f:
+            head = f.read_at(HEADER_SIZE_UP_TO_MAGIC, position)
+    else:
+        with open(path, "rb") as f:
+            head = os.pread(f.fileno(), HEADER_SIZE_UP_TO_MAGIC, position)
     try:
         framed = frame_entry(head, 0, end - position)
     except KafkalogError:

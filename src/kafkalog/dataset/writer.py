@@ -21,6 +21,10 @@ A write has two steps, so that a distributed writer can run the first in its tas
   fails, every partition is truncated back to where it was; staged files are removed by the
   caller (:func:`remove_staging`) whatever happens.
 
+A data directory in object storage (``s3://...``) is staged and committed by
+:mod:`.remote_writer`: staged objects, new segments put in place, and a manifest written last
+as the commit point (docs/object-storage.md, "Writing").
+
 :func:`write_batches` runs both in one process (the Arrow writer). Nothing reaches a log before
 every row is encoded: an input that fails halfway leaves the data directory as it was.
 """
@@ -29,6 +33,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 import time
 import uuid
 from collections.abc import Iterable, Mapping
@@ -38,9 +43,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import CorruptRecordError, KafkalogError
+from ..errors import CorruptRecordError, KafkalogError, PartitionOutOfRangeError, WriteSchemaError
 from ..format import MutableRecordBatch
 from ..format.entries import entry_header
+from ..log.storage import is_remote
 from .options import OptionError, WriteOptions
 
 __all__ = [
@@ -51,6 +57,7 @@ __all__ = [
     "TaskWriter",
     "WriteResult",
     "WriteSchemaError",
+    "append_staged",
     "check_arrow_sink_schema",
     "check_partition_count",
     "check_sink_types",
@@ -67,30 +74,6 @@ APPEND_CHUNK = 1 << 20  # bytes per log append on commit (segments roll between 
 LOCK_POLL_SECONDS = 0.05
 
 HEADERS_TYPE = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
-
-
-class WriteSchemaError(OptionError, TypeError):
-    """A sink column missing or of a type the sink does not take: ``column`` names it and
-    ``rule`` says what it must be."""
-
-    def __init__(self, message: str, *, column: str, rule: str) -> None:
-        super().__init__(message)
-        self.column = column
-        self.rule = rule
-
-
-class PartitionOutOfRangeError(KafkalogError, ValueError):
-    """A row's ``partition`` is not a partition of its topic (negative, or at least the topic's
-    partition count), as Kafka's producer refuses it."""
-
-    def __init__(self, topic: str, partition: int, partitions: int) -> None:
-        super().__init__(
-            f"partition {partition} of topic {topic!r} does not exist (the topic has "
-            f"{partitions} partitions)"
-        )
-        self.topic = topic
-        self.partition = partition
-        self.partitions = partitions
 
 
 # -- the columns -------------------------------------------------------------------------------
@@ -275,15 +258,20 @@ class TaskWriter:
     def __init__(self, options: WriteOptions, staging: str, *, overwrite: bool = False) -> None:
         self.options = options
         self.overwrite = overwrite
-        if not os.path.isdir(options.path):
-            raise FileNotFoundError(
-                f"data directory {options.path} is not visible from this executor: it must be on "
-                f"a filesystem the driver and every executor share"
-            )
-        if not os.path.isdir(staging):
-            raise KafkalogError(f"the write was aborted (staging {staging} is gone)")
-        self.dir = os.path.join(staging, uuid.uuid4().hex)
-        os.mkdir(self.dir)
+        self.upload_to: str | None = None  # a staging prefix in object storage
+        if is_remote(staging):  # encoded here, put there by finish()
+            self.upload_to = f"{staging}/{uuid.uuid4().hex}"
+            self.dir = tempfile.mkdtemp(prefix="kafkalog-task-")
+        else:
+            if not is_remote(options.path) and not os.path.isdir(options.path):
+                raise FileNotFoundError(
+                    f"data directory {options.path} is not visible from this executor: it must "
+                    f"be on a filesystem the driver and every executor share"
+                )
+            if not os.path.isdir(staging):
+                raise KafkalogError(f"the write was aborted (staging {staging} is gone)")
+            self.dir = os.path.join(staging, uuid.uuid4().hex)
+            os.mkdir(self.dir)
         self.counts: dict[str, int] = {}
         self.sticky: dict = {}
         self.pending: dict[tuple[str, int], list[pa.RecordBatch]] = {}
@@ -419,7 +407,24 @@ class TaskWriter:
     def finish(self) -> StagedFiles:
         for tp in list(self.pending):
             self._flush(tp)
+        if self.upload_to is not None:
+            return self._put_staged()
         return StagedFiles(self.dir, {tp: tuple(v) for tp, v in self.files.items()})
+
+    def _put_staged(self) -> StagedFiles:
+        """Put the staged files in the staging prefix, where the driver's commit reads them."""
+        from ..log.storage import put_file
+
+        assert self.upload_to is not None
+        try:
+            files = {}
+            for tp, (path, records) in self.files.items():
+                url = f"{self.upload_to}/{os.path.basename(path)}"
+                put_file(url, path)
+                files[tp] = (url, records)
+            return StagedFiles(self.upload_to, files)
+        finally:
+            shutil.rmtree(self.dir, ignore_errors=True)
 
 
 def _millis(ts: pa.Array) -> pa.Array:
@@ -449,16 +454,25 @@ def existing_partitions(path: str, topic: str) -> int:
     """The partition count of ``topic`` in data directory ``path`` (0 if absent)."""
     from .planner import discover
 
+    if is_remote(path):
+        from .remote_writer import remote_partition_count
+
+        return remote_partition_count(path, topic)
     if not os.path.isdir(path):
         return 0
     found = [tp.partition for tp in discover([path]) if tp.topic == topic]
     return max(found) + 1 if found else 0
 
 
-def prepare_staging(options: WriteOptions, *, overwrite: bool) -> str:
+def prepare_staging(options: WriteOptions, *, overwrite: bool, shared: bool = True) -> str:
     """The driver's checks before any row is read (the topic option names an existing topic,
     or numPartitions creates it; appending keeps its partition count), then a new staging
-    directory for the write's tasks: its path."""
+    directory for the write's tasks: its path (in object storage: a prefix, or with ``shared``
+    false, for one process, a local temporary directory)."""
+    if is_remote(options.path):
+        from .remote_writer import prepare_remote
+
+        return prepare_remote(options, overwrite=overwrite, shared=shared)
     os.makedirs(options.path, exist_ok=True)
     staging = os.path.join(options.path, STAGING_DIR, uuid.uuid4().hex)
     os.makedirs(staging)
@@ -483,6 +497,11 @@ def remove_staging(staging: str) -> None:
     past ``.kafkalog-staging``). A task Spark has not stopped yet may still be adding a file
     while the folder goes: it is removed again, a few times (a task finding its folder gone
     fails, and adds nothing)."""
+    from .remote_writer import is_remote_staging, remove_remote_staging
+
+    if is_remote_staging(staging):
+        remove_remote_staging(staging)
+        return
     for attempt in range(5):
         shutil.rmtree(staging, ignore_errors=True)
         if not os.path.exists(staging):
@@ -550,52 +569,78 @@ def _assign_offsets(view: memoryview, next_offset: int) -> tuple[int, int]:
     return next_offset, batches
 
 
-def commit_staged(
-    options: WriteOptions, messages, *, overwrite: bool, before_append=None
-) -> WriteResult:
-    """Append every staged file (``messages``: what tasks staged, :class:`StagedFiles` or
-    anything with its ``files``) to its partition's log, in task order. ``before_append(manager,
-    tps)`` runs under the lock first (the streaming sink's bookkeeping; returning False skips
-    the append). On failure nothing stays appended."""
+def _written(messages) -> dict[tuple[str, int], list[str]]:
+    """The staged files of each topic-partition, in task order."""
+    written: dict[tuple[str, int], list[str]] = {}
+    for m in messages:
+        if m is not None:
+            for tp, (path, _records) in m.files.items():
+                written.setdefault(tuple(tp), []).append(path)
+    return written
+
+
+def append_staged(
+    manager, options: WriteOptions, messages, *, overwrite: bool = False,
+    touched: dict | None = None, size_of=os.path.getsize,
+) -> dict[tuple[str, int], PartitionWrite]:  # fmt: skip
+    """Append the staged files of ``messages`` to the logs of ``manager`` (topics created as
+    the options say, replaced with ``overwrite``), offsets given in order; ``touched`` collects
+    ``(log, start)`` per partition for an undo. ``size_of`` sizes a staged file (or object)."""
     from ..log.datadir import TopicPartition
     from .reader import iter_chunks
 
-    staged = [m for m in messages if m is not None]
-    written: dict[tuple[str, int], list[str]] = {}
-    for m in staged:
-        for tp, (path, _records) in m.files.items():
-            written.setdefault(tuple(tp), []).append(path)
+    written = _written(messages)
+    touched = {} if touched is None else touched
     topics = sorted({t for t, _ in written})
+    counts = {t: len(ps) for t, ps in manager.topics().items()}
+    if overwrite:
+        _drop_topics(manager, topics)
+    configs = {"segment.bytes": str(options.segment_bytes)} if options.segment_bytes else {}
+    if options.segment_bytes and options.segment_bytes < 1 << 20:
+        configs["internal.segment.bytes"] = configs.pop("segment.bytes")
+    existing = manager.topics()
+    for topic in topics:
+        if topic not in existing:
+            wanted = max(p for t, p in written if t == topic) + 1
+            count = options.num_partitions or counts.get(topic, 0)
+            manager.create_topic(topic, max(wanted, count), configs)
+    result = {}
+    for tp in sorted(written):
+        log = manager.get_or_create_log(TopicPartition(*tp))
+        start = log.log_end_offset
+        touched[tp] = (log, start)
+        next_offset, batches, size = start, 0, 0
+        for path in written[tp]:
+            for _, view in iter_chunks(path, 0, size_of(path), chunk=APPEND_CHUNK):
+                next_offset, n = _assign_offsets(view, next_offset)
+                log.append_as_follower(view)
+                batches += n
+                size += len(view)
+        result[tp] = PartitionWrite(start, next_offset, batches, size)
+    return result
+
+
+def commit_staged(
+    options: WriteOptions, messages, *, overwrite: bool, before_append=None,
+    staging: str | None = None,
+) -> WriteResult:  # fmt: skip
+    """Append every staged file (``messages``: what tasks staged, :class:`StagedFiles` or
+    anything with its ``files``) to its partition's log, in task order. ``before_append(manager,
+    tps)`` runs under the lock first (the streaming sink's bookkeeping; returning False skips
+    the append). On failure nothing stays appended. A data directory in object storage is
+    committed by a manifest instead (:mod:`.remote_writer`; ``staging`` names the write)."""
+    messages = list(messages)
+    if is_remote(options.path):
+        from .remote_writer import commit_remote
+
+        return commit_remote(options, messages, staging=staging)
+    written = _written(messages)
     manager = _open_locked(options)
     touched: dict = {}
     try:
         if before_append is not None and before_append(manager, written) is False:
             return WriteResult()
-        counts = {t: len(ps) for t, ps in manager.topics().items()}
-        if overwrite:
-            _drop_topics(manager, topics)
-        configs = {"segment.bytes": str(options.segment_bytes)} if options.segment_bytes else {}
-        if options.segment_bytes and options.segment_bytes < 1 << 20:
-            configs["internal.segment.bytes"] = configs.pop("segment.bytes")
-        existing = manager.topics()
-        for topic in topics:
-            if topic not in existing:
-                wanted = max(p for t, p in written if t == topic) + 1
-                count = options.num_partitions or counts.get(topic, 0)
-                manager.create_topic(topic, max(wanted, count), configs)
-        result = {}
-        for tp in sorted(written):
-            log = manager.get_or_create_log(TopicPartition(*tp))
-            start = log.log_end_offset
-            touched[tp] = (log, start)
-            next_offset, batches, size = start, 0, 0
-            for path in written[tp]:
-                for _, view in iter_chunks(path, 0, os.path.getsize(path), chunk=APPEND_CHUNK):
-                    next_offset, n = _assign_offsets(view, next_offset)
-                    log.append_as_follower(view)
-                    batches += n
-                    size += len(view)
-            result[tp] = PartitionWrite(start, next_offset, batches, size)
+        result = append_staged(manager, options, messages, overwrite=overwrite, touched=touched)
         manager.flush()
         touched.clear()
         return WriteResult(result)
@@ -648,11 +693,11 @@ def write_batches(
 ) -> WriteResult:
     """Stage every batch, then commit, in this process (columns already checked with
     :func:`check_arrow_sink_schema`). ``overwrite`` replaces the topics written."""
-    staging = prepare_staging(options, overwrite=overwrite)
+    staging = prepare_staging(options, overwrite=overwrite, shared=False)
     try:
         task = TaskWriter(options, staging, overwrite=overwrite)
         for batch in batches:
             task.add(batch)
-        return commit_staged(options, [task.finish()], overwrite=overwrite)
+        return commit_staged(options, [task.finish()], overwrite=overwrite, staging=staging)
     finally:
         remove_staging(staging)

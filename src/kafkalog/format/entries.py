@@ -67,18 +67,19 @@ class Tail:
     CORRUPT = "corrupt"  # bytes that cannot be an entry
 
 
-def frame_entry(buf, pos: int, end: int) -> tuple[int, int] | None:
+def frame_entry(buf, pos: int, end: int, *, position_base: int = 0) -> tuple[int, int] | None:
     """``(size, magic)`` of the entry at ``buf[pos:]`` (size without the 12-byte overhead),
-    None at a partial tail, or raise :class:`CorruptRecordError` (position relative to ``buf``)
-    when the bytes cannot be an entry. ``end`` is where the region ends, in ``buf``'s positions:
-    ``buf`` must hold at least 17 bytes from ``pos`` when ``end - pos`` allows."""
+    None at a partial tail, or raise :class:`CorruptRecordError` (at position
+    ``position_base + pos``) when the bytes cannot be an entry. ``end`` is where the region ends,
+    in ``buf``'s positions: ``buf`` must hold at least 17 bytes from ``pos`` when ``end - pos``
+    allows."""
     if end - pos <= HEADER_SIZE_UP_TO_MAGIC:  # as FileLogInputStream.nextBatch
         return None
     offset, size = ENTRY_HEADER.unpack_from(buf, pos)
     if size < RECORD_OVERHEAD_V0:
         raise CorruptRecordError(
             f"Found record size {size} smaller than minimum record overhead ({RECORD_OVERHEAD_V0})",
-            position=pos,
+            position=position_base + pos,
             offset=offset,
         )
     if size > end - pos - LOG_OVERHEAD:
@@ -86,13 +87,15 @@ def frame_entry(buf, pos: int, end: int) -> tuple[int, int] | None:
     magic = buf[pos + MAGIC_OFFSET]
     if magic > MAGIC_VALUE_V2:
         raise CorruptRecordError(
-            f"Invalid magic {magic} (expected 0, 1 or 2)", position=pos, offset=offset
+            f"Invalid magic {magic} (expected 0, 1 or 2)",
+            position=position_base + pos,
+            offset=offset,
         )
     if magic == MAGIC_VALUE_V2 and size < RECORD_BATCH_OVERHEAD - LOG_OVERHEAD:
         raise CorruptRecordError(
             f"Record batch size {size + LOG_OVERHEAD} is less than the record batch overhead "
             f"({RECORD_BATCH_OVERHEAD})",
-            position=pos,
+            position=position_base + pos,
             offset=offset,
         )
     return size, magic
@@ -153,11 +156,7 @@ def entry_header(buf, pos: int, end: int, *, position_base: int = 0) -> EntryHea
     """The header of the entry at ``buf[pos:]`` (framed by :func:`frame_entry`), None at a
     partial tail. ``buf`` must hold the entry's first 61 bytes (or all of a shorter one);
     positions in errors and in the header are ``position_base + pos``."""
-    try:
-        framed = frame_entry(buf, pos, end)
-    except CorruptRecordError as e:
-        e.position = position_base + pos
-        raise
+    framed = frame_entry(buf, pos, end, position_base=position_base)
     if framed is None:
         return None
     size, magic = framed

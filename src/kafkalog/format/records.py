@@ -48,11 +48,7 @@ def iter_batches(
     end = len(view) if end is None else end
     pos = start
     while True:
-        try:
-            found = frame_entry(view, pos, end)
-        except CorruptRecordError as e:
-            e.position = position_base + pos
-            raise
+        found = frame_entry(view, pos, end, position_base=position_base)
         if found is None:
             return
         size, magic = found
@@ -102,9 +98,8 @@ class RecordsScan:
         pos = 0
         while True:
             try:
-                found = frame_entry(view, pos, end)
+                found = frame_entry(view, pos, end, position_base=base)
             except CorruptRecordError as e:
-                e.position = base + pos
                 self._end_at(pos, e)
                 return
             if found is None:

@@ -79,9 +79,8 @@ def decode_varlong(buf, pos: int = 0, end: int | None = None) -> tuple[int, int]
     return (raw >> 1) ^ -(raw & 1), pos
 
 
-def encode_unsigned_varint(value: int) -> bytes:
-    if not 0 <= value <= 0xFFFFFFFF:
-        raise VarintRangeError(f"unsigned varint out of range: {value}", bits=32)
+def _encode(value: int) -> bytes:
+    """The base-128 groups of a non-negative ``value``, low bits first."""
     out = bytearray()
     while value > 0x7F:
         out.append((value & 0x7F) | 0x80)
@@ -90,22 +89,22 @@ def encode_unsigned_varint(value: int) -> bytes:
     return bytes(out)
 
 
+def encode_unsigned_varint(value: int) -> bytes:
+    if not 0 <= value <= 0xFFFFFFFF:
+        raise VarintRangeError(f"unsigned varint out of range: {value}", bits=32)
+    return _encode(value)
+
+
 def encode_varint(value: int) -> bytes:
     if not _INT32_MIN <= value <= _INT32_MAX:
         raise VarintRangeError(f"varint out of int32 range: {value}", bits=32)
-    return encode_unsigned_varint(((value << 1) ^ (value >> 31)) & 0xFFFFFFFF)
+    return _encode(((value << 1) ^ (value >> 31)) & 0xFFFFFFFF)
 
 
 def encode_varlong(value: int) -> bytes:
     if not _INT64_MIN <= value <= _INT64_MAX:
         raise VarintRangeError(f"varlong out of int64 range: {value}", bits=64)
-    z = ((value << 1) ^ (value >> 63)) & 0xFFFFFFFFFFFFFFFF
-    out = bytearray()
-    while z > 0x7F:
-        out.append((z & 0x7F) | 0x80)
-        z >>= 7
-    out.append(z)
-    return bytes(out)
+    return _encode(((value << 1) ^ (value >> 63)) & 0xFFFFFFFFFFFFFFFF)
 
 
 def size_of_unsigned_varint(value: int) -> int:

@@ -482,3 +482,72 @@ transaction_states []
   transaction_state string
 """,
 )
+
+WRITE_TXN_MARKERS_REQUEST = api_message(
+    27,
+    "WriteTxnMarkersRequest",
+    "1-2",
+    "1+",
+    """
+markers []
+  producer_id int64
+  producer_epoch int16
+  transaction_result bool
+  topics []
+    name string
+    partition_indexes [int32]
+  coordinator_epoch int32
+  transaction_version int8 2+
+""",
+)
+
+WRITE_TXN_MARKERS_RESPONSE = api_message(
+    27,
+    "WriteTxnMarkersResponse",
+    "1-2",
+    "1+",
+    """
+markers []
+  producer_id int64
+  topics []
+    name string
+    partitions []
+      partition_index int32
+      error_code int16
+""",
+)
+
+DESCRIBE_PRODUCERS_REQUEST = api_message(
+    61,
+    "DescribeProducersRequest",
+    "0",
+    "0+",
+    """
+topics []
+  name string
+  partition_indexes [int32]
+""",
+)
+
+DESCRIBE_PRODUCERS_RESPONSE = api_message(
+    61,
+    "DescribeProducersResponse",
+    "0",
+    "0+",
+    """
+throttle_time_ms int32
+topics []
+  name string
+  partitions []
+    partition_index int32
+    error_code int16
+    error_message string ? =null
+    active_producers []
+      producer_id int64
+      producer_epoch int32
+      last_sequence int32 =-1
+      last_timestamp int64 =-1
+      coordinator_epoch int32
+      current_txn_start_offset int64 =-1
+""",
+)

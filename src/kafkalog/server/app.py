@@ -30,12 +30,25 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import replace
 
+from ..log.partition import broker_synonyms
 from ..log.segment import configured_capacity, default_cache
-from .apis import configs, delete_records, fetch, metadata, offsets, produce, sasl, topics
+from .apis import (
+    configs,
+    delete_records,
+    fetch,
+    metadata,
+    offsets,
+    produce,
+    sasl,
+    topics,
+    transactions,
+)
 from .broker import Broker
-from .config import ServerConfig
+from .config import ServerConfig, broker_topic_defaults
 from .connection import Connection
+from .coordinators import SETTING_NAMES
 from .coordinators import load as load_coordinators
+from .dynamic_configs import DynamicBrokerConfigs
 from .handlers import Handler
 from .limits import (
     AcceptErrorLog,
@@ -51,11 +64,19 @@ from .security.listeners import Listener, ListenerError
 from .security.sasl import SaslAuthenticator
 from .security.tls import server_context
 
-__all__ = ["BackgroundServer", "Server", "build_routes", "serve", "start_log_tasks"]
+__all__ = [
+    "BackgroundServer",
+    "Server",
+    "build_routes",
+    "serve",
+    "start_log_tasks",
+    "unused_settings",
+]
 
 log = logging.getLogger("kafkalog.server")
 
-_BROKER_APIS = (produce, fetch, offsets, topics, configs, delete_records, sasl)  # after metadata
+# after metadata
+_BROKER_APIS = (produce, fetch, offsets, topics, configs, delete_records, transactions, sasl)
 
 
 async def build_routes(broker: Broker) -> dict[int, Handler]:
@@ -73,12 +94,29 @@ async def build_routes(broker: Broker) -> dict[int, Handler]:
     return routes
 
 
+def unused_settings(config: ServerConfig) -> list[str]:
+    """The ``--config`` names no part of the server reads: a typo, or a Kafka setting serve has
+    no use for (listeners, threads and replication are its own; see docs/server.md)."""
+    used = {name for name, *_ in (*RetentionSettings.SETTINGS, *CleanerSettings.SETTINGS)}
+    return sorted(set(config.extra or {}) - used - SETTING_NAMES - broker_synonyms())
+
+
+def install_dynamic_configs(broker: Broker) -> None:
+    """Load the dynamic broker configs stored in the data directory and apply them to the topic
+    defaults, before anything is served."""
+    broker.dynamic_configs = DynamicBrokerConfigs.load(broker.config)
+    applied = broker.dynamic_configs.applied_to(broker.config)
+    broker.log_manager.set_topic_defaults(broker_topic_defaults(applied))
+
+
 def start_log_tasks(broker: Broker) -> None:
     """The background log work (:mod:`.log_retention`, :mod:`.log_cleaner`), stopped by the
     broker's shutdown (the cleaner first: its replaced segments wait in retention's timers)."""
     retention = LogRetention(broker, RetentionSettings.from_config(broker.config))
     cleaner = LogCleaner(
-        broker, CleanerSettings.from_config(broker.config), delete_later=retention.delete_later
+        broker,
+        CleanerSettings.from_config(broker.dynamic_configs.applied_to(broker.config)),
+        delete_later=retention.delete_later,
     )
     retention.busy = cleaner.is_cleaning
     broker.log_retention = retention
@@ -108,6 +146,7 @@ class Server:
 
     async def start(self) -> None:
         config = self.broker.config
+        install_dynamic_configs(self.broker)
         self.routes = await build_routes(self.broker)
         start_log_tasks(self.broker)
         # Segment files count with their budget, not with what happens to be open now.
@@ -217,6 +256,8 @@ async def serve(
 ) -> None:
     """Run until SIGTERM/SIGINT (or ``stop`` is set), then shut down cleanly."""
     stop = stop or asyncio.Event()
+    for name in unused_settings(config):  # as Kafka's AbstractConfig.logUnused warns
+        log.warning("The configuration '%s' was supplied but isn't a known config.", name)
     limit = raise_open_files_limit()
     files = config.max_open_files or configured_capacity()  # --max-open-files, else the env
     plan = plan_descriptors(limit, open_descriptors(), files)

@@ -28,7 +28,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..errors import KafkalogError
+from ..errors import InternalTopicError, KafkalogError
 from ..format.validate import AppendOrigin
 from ..log.datadir import (
     META_PROPERTIES_FILE_NAME,
@@ -38,18 +38,13 @@ from ..log.datadir import (
 )
 from ..log.partition import Log, LogAppendInfo
 from ..log.segment import FileRecords
-from . import error_codes as ec
-from .config import ServerConfig
+from .config import ServerConfig, broker_topic_defaults
 from .internal_topics import INTERNAL_TOPICS
 from .limits import MAX_WINDOW_DESCRIPTORS
 
 __all__ = ["INTERNAL_TOPICS", "Broker", "BrokerStats", "LogFlusher"]
 
 log = logging.getLogger("kafkalog.server")
-
-
-class InternalTopicError(KafkalogError):
-    code = ec.INVALID_TOPIC_EXCEPTION  # clients may not append to internal topics
 
 
 @dataclass
@@ -192,7 +187,14 @@ class Broker:
         # window beyond them is sent from a copy (see own_window).
         self.window_descriptors = window_descriptors
         self.windows_held = 0
-        self.log_manager = log_manager or LogManager(config.data_dirs, writable=True, create=True)
+        self.log_manager = log_manager or LogManager(
+            config.data_dirs,
+            writable=True,
+            create=True,
+            topic_defaults=broker_topic_defaults(config),
+        )
+        # The dynamic broker configs (kafkalog.server.dynamic_configs), installed by the app.
+        self.dynamic_configs = None
         self.node_id = config.node_id
         self.host = config.advertised
         self.port = config.port
@@ -203,6 +205,7 @@ class Broker:
         self.creating_topics: dict[str, asyncio.Event] = {}  # topics whose creation is under way
         self._data_waiters: set[asyncio.Future] = set()
         self._flushers: dict[TopicPartition, LogFlusher] = {}
+        self._roll_flushes: set[asyncio.Task] = set()  # see _flush_rolled
         self._fsync_pool: concurrent.futures.ThreadPoolExecutor | None = None
         self._topic_ids: dict[str, uuid.UUID] = {}
         self._topics_by_id: dict[uuid.UUID, str] = {}
@@ -300,11 +303,34 @@ class Broker:
         )
         if target is None:
             raise KafkalogError(f"This server does not host this topic-partition {tp}")
+        active = target.segments[-1] if target.segments else None
         info = target.append_as_leader(
             records, leader_epoch=self.leader_epoch(target), origin=AppendOrigin(origin)
         )
+        if target.segments[-1] is not active:
+            self._flush_rolled(tp, target.segments[-1].base_offset)
         self.notify_data()
         return info
+
+    def _flush_rolled(self, tp: TopicPartition, new_base: int) -> None:
+        """Kafka's flush-log task of a roll: the rolled segment, the roll's producer snapshot
+        (written unsynced on the loop, see :meth:`Log.roll`) and the directory are fsynced on
+        the fsync pool, grouped with the acks=all flushes, and the recovery point moves to the
+        new segment."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # appended outside a server: the next flush or the close does it
+            return
+        task = loop.create_task(
+            self.flush(tp.topic, tp.partition, new_base), name=f"roll flush {tp}"
+        )
+        self._roll_flushes.add(task)
+        task.add_done_callback(self._roll_flush_done)
+
+    def _roll_flush_done(self, task: asyncio.Task) -> None:
+        self._roll_flushes.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("%s: flush after roll failed: %s", task.get_name(), task.exception())
 
     def own_window(self, records: FileRecords) -> FileRecords | bytes:
         """A fetch answer's segment window that outlives the request: over a descriptor of its
@@ -355,7 +381,8 @@ class Broker:
         self.notify_data()
         # Flushes under way end first (their callers are answered); closing the logs then
         # flushes everything, indexes included.
-        running = [f.task for f in self._flushers.values() if f.task is not None]
+        running = [*self._roll_flushes]
+        running += [f.task for f in self._flushers.values() if f.task is not None]
         if running:
             await asyncio.gather(*running, return_exceptions=True)
         try:

@@ -82,3 +82,19 @@ def broker_settings(
                 raise KafkalogError(f"{name} must be at least {minimum}, not {value}")
             values[field_name] = value
     return values
+
+
+def broker_topic_defaults(config: ServerConfig) -> dict[str, str]:
+    """The topic configs the broker's settings give every topic without its own
+    (``log.retention.hours=1`` -> ``retention.ms=3600000``), each checked as the topic config it
+    sets; a bad value is a KafkalogError naming the broker setting."""
+    from ..log.partition import LogConfig, broker_synonym_given, topic_defaults
+
+    extra = getattr(config, "extra", None) or {}
+    defaults = topic_defaults(extra)
+    for name, value in defaults.items():
+        try:
+            LogConfig(defaults={name: value})
+        except KafkalogError as e:
+            raise KafkalogError(f"{broker_synonym_given(extra, name)}: {e}") from None
+    return defaults

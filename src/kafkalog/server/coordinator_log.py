@@ -17,12 +17,11 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from ..errors import KafkalogError
+from ..errors import CoordinatorLoadError, KafkalogError
 from ..format.builder import MemoryRecordsBuilder
 from ..format.constants import ControlRecordType
 from ..format.control import decode_control_type
 from ..log.datadir import TopicPartition
-from .error_codes import COORDINATOR_NOT_AVAILABLE
 
 __all__ = [
     "CoordinatorLoadError",
@@ -48,13 +47,6 @@ def partition_for(key: str, partitions: int) -> int:
     """Kafka's ``Utils.abs(key.hashCode()) % partitions`` (abs(MIN_VALUE) is 0 there)."""
     h = java_string_hash(key)
     return (0 if h == -(1 << 31) else abs(h)) % partitions
-
-
-class CoordinatorLoadError(KafkalogError):
-    """An internal topic partition that cannot be read back: the coordinator's state would be
-    wrong without it, so the server does not start on it (as Kafka would not lead it)."""
-
-    code = COORDINATOR_NOT_AVAILABLE
 
 
 @dataclass(frozen=True, slots=True)

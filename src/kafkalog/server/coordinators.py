@@ -28,6 +28,7 @@ import logging
 from dataclasses import dataclass, fields
 
 from ..log.datadir import INTERNAL_TOPIC_CONFIGS
+from .config import broker_settings
 from .coordinator_log import CoordinatorLog
 from .groups.coordinator import GroupConfig, GroupCoordinator
 from .groups.delete import delete_groups, delete_offsets
@@ -138,15 +139,20 @@ class Coordinators:
                 await self.task
 
 
+SETTING_NAMES = frozenset(_GROUP_SETTINGS) | frozenset(_TXN_SETTINGS)
+
+
 def _settings(config, names: dict[str, str | None], defaults) -> dict:
+    """``defaults``' fields set by Kafka's names in the server's ``extra`` (integers; a bad one
+    is a KafkalogError naming it); offsets.retention.minutes becomes milliseconds."""
     extra = getattr(config, "extra", None) or {}
     known = {f.name for f in fields(defaults)}
-    out = {}
-    for kafka_name, field_name in names.items():
-        if kafka_name in extra and field_name in known:
-            out[field_name] = int(extra[kafka_name])
-    if "offsets.retention.minutes" in extra and "offsets_retention_ms" in known:
-        out["offsets_retention_ms"] = int(extra["offsets.retention.minutes"]) * 60_000
+    table = [(k, f, int, None) for k, f in names.items() if f in known]
+    if "offsets.retention.minutes" in names and "offsets_retention_ms" in known:
+        table.append(("offsets.retention.minutes", "offsets_retention_minutes", int, 0))
+    out = broker_settings(extra, table)
+    if "offsets_retention_minutes" in out:
+        out["offsets_retention_ms"] = out.pop("offsets_retention_minutes") * 60_000  # type: ignore[operator]
     return out
 
 

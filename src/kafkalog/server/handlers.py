@@ -11,15 +11,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
+from ..errors import CloseConnection
+
 __all__ = ["CloseConnection", "Handler", "RequestContext"]
-
-
-class CloseConnection(Exception):
-    """Raised by a handler that must end the connection without answering.
-
-    Kafka does this for a Produce with acks=0 that failed: the producer, which reads no answer,
-    sees the connection close and refreshes its metadata.
-    """
 
 
 @dataclass

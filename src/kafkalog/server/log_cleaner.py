@@ -17,17 +17,23 @@ after each clean as Kafka writes it. ``log.cleaner.enable=false`` cleans nothing
 Where the work runs. The server serializes everything that touches a log on the event loop's
 thread (see :mod:`.log_retention`). A clean runs on a worker thread, and every step of it that
 reads the log's changing state (the dirty range, the producers) or changes the log (each swap of
-``.cleaned`` segments in, the checkpoint) is run on the loop by ``clean(exclusive=...)``, while
-the thread waits: the slow part, reading segments that are no longer active and writing the
-``.cleaned`` files, runs beside appends to the active segment and fetches. A swap is one step
-with no await: a Fetch sees the old segments or the new ones, never a mix, and a Fetch answer
-being sent keeps its own descriptor. The replaced segments are renamed ``.deleted`` and removed
-``file.delete.delay.ms`` later by the retention task's timer (Kafka's asyncDelete). Retention
-skips the log being cleaned (Kafka's cleaner runs it for compacted logs after the clean). A log
-deleted meanwhile, or the server stopping, makes the next step refuse: the clean ends, its
-``.cleaned`` files are removed; a deleted partition's checkpoint entry is dropped on the next
-attempt. A crash at any point is recovered by the loader (``.cleaned`` and ``.swap`` files). A
-clean that fails otherwise marks the partition uncleanable until the next start, as Kafka does.
+``.cleaned`` segments in) is run on the loop by ``clean(exclusive=...)``, while the thread
+waits: the slow part, reading segments that are no longer active and writing the ``.cleaned``
+files, runs beside appends to the active segment and fetches, and so does every fsync. A swap
+is three steps of renames on the loop (``.cleaned`` -> ``.swap``; the old segments ->
+``.deleted`` with the new ones taking their place in the log; the ``.swap`` suffixes off), each
+followed by a directory fsync on the thread, which keeps the order of the renames on disk that
+crash recovery relies on while the loop answers requests. The log changes in one of them with
+no await: a Fetch sees the old segments or the new ones, never a mix, and a Fetch answer being
+sent keeps its own descriptor. The cleaner-offset checkpoint is written by the thread after the
+last fsync. The replaced segments are renamed ``.deleted`` and removed ``file.delete.delay.ms``
+later by the retention task's timer (Kafka's asyncDelete). Retention skips the log being cleaned
+(Kafka's cleaner runs it for compacted logs after the clean). A log deleted meanwhile, or the
+server stopping, makes the next step refuse (stopping waits for a swap under way instead): the
+clean ends, its ``.cleaned`` files are removed; a deleted partition's checkpoint entry is
+dropped on the next attempt. A crash at any point is recovered by the loader (``.cleaned`` and
+``.swap`` files). A clean that fails otherwise marks the partition uncleanable until the next
+start, as Kafka does.
 """
 
 from __future__ import annotations
@@ -39,8 +45,10 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
+from typing import ClassVar
 
-from ..errors import KafkalogError
+from ..errors import CleaningAborted, KafkalogError
 from ..log.cleaner import clean, filthiest_log, log_to_clean
 from ..log.datadir import (
     CLEANER_OFFSET_CHECKPOINT,
@@ -75,17 +83,18 @@ class CleanerSettings:
     dedupe_buffer_size: int = 128 * 1024 * 1024  # log.cleaner.dedupe.buffer.size
     io_buffer_size: int = 512 * 1024  # log.cleaner.io.buffer.size (accepted; see docs/server.md)
 
+    # Kafka name, field, parser, minimum (see config.broker_settings).
+    SETTINGS: ClassVar[tuple] = (
+        ("log.cleaner.enable", "enable", parse_bool, None),
+        ("log.cleaner.backoff.ms", "backoff_ms", int, 0),
+        ("log.cleaner.min.cleanable.ratio", "min_cleanable_ratio", _ratio, None),
+        ("log.cleaner.dedupe.buffer.size", "dedupe_buffer_size", int, _DEDUPE_MINIMUM),
+        ("log.cleaner.io.buffer.size", "io_buffer_size", int, 0),
+    )
+
     @classmethod
     def from_config(cls, config: ServerConfig) -> CleanerSettings:
-        extra = getattr(config, "extra", None) or {}
-        table = (
-            ("log.cleaner.enable", "enable", parse_bool, None),
-            ("log.cleaner.backoff.ms", "backoff_ms", int, 0),
-            ("log.cleaner.min.cleanable.ratio", "min_cleanable_ratio", _ratio, None),
-            ("log.cleaner.dedupe.buffer.size", "dedupe_buffer_size", int, _DEDUPE_MINIMUM),
-            ("log.cleaner.io.buffer.size", "io_buffer_size", int, 0),
-        )
-        return cls(**broker_settings(extra, table))
+        return cls(**broker_settings(getattr(config, "extra", None) or {}, cls.SETTINGS))
 
     def broker_configs(self) -> dict[str, str]:
         return {
@@ -97,8 +106,16 @@ class CleanerSettings:
         }
 
 
-class CleaningAborted(Exception):
-    """The log was deleted (or replaced) during its clean, or the server is stopping."""
+def _drop_checkpoint_entries(entries: list[tuple[TopicPartition, Path]]) -> None:
+    """Remove these partitions' lines from their data directories' cleaner-offset-checkpoint
+    (only the cleaner writes it, one step at a time)."""
+    for tp, path in entries:
+        try:
+            offsets = read_offset_checkpoint(path) if path.exists() else {}
+            if offsets.pop(tp, None) is not None:
+                write_offset_checkpoint(path, offsets)
+        except (OSError, KafkalogError) as e:
+            log.error("log cleaner: updating %s failed: %s", path, e)
 
 
 class LogCleaner:
@@ -192,7 +209,11 @@ class LogCleaner:
             except Exception as e:  # this partition's data: the others go on
                 log.error("log cleaner: %s-%d cannot be ranked: %s", tp.topic, tp.partition, e)
                 self.uncleanable[tp] = partition_log
-        self._forget_deleted({log.topic_partition: log for log, _ in candidates})
+        forgotten = self._forget_deleted({log.topic_partition: log for log, _ in candidates})
+        if forgotten:  # the checkpoint's write fsyncs: on a thread (cleans are not running)
+            await asyncio.get_running_loop().run_in_executor(
+                None, _drop_checkpoint_entries, forgotten
+            )
         chosen = filthiest_log(candidates, min_cleanable_ratio=self._min_cleanable_ratio)
         self.passes += 1
         if chosen is None or self._stopping:
@@ -242,23 +263,21 @@ class LogCleaner:
         )  # fmt: skip
         return True
 
-    def _forget_deleted(self, now: dict[TopicPartition, object]) -> None:
-        """Drop the cleaner-offset-checkpoint entries of the partitions deleted since the last
-        pass (Kafka's updateCheckpoints with partitionToRemove), so a topic created again under
-        the name is cleaned from its start."""
+    def _forget_deleted(
+        self, now: dict[TopicPartition, object]
+    ) -> list[tuple[TopicPartition, Path]]:
+        """The cleaner-offset-checkpoint entries to drop: those of the partitions deleted since
+        the last pass (Kafka's updateCheckpoints with partitionToRemove), so a topic created
+        again under the name is cleaned from its start."""
         gone = [(tp, old) for tp, old in self._seen.items() if now.get(tp) is not old]
         self._seen = now
+        forgotten = []
         for tp, old in gone:
             if self.broker.log_manager.logs.get(tp) is old:
                 continue  # not deleted: no longer compacted, or marked uncleanable
             self.uncleanable.pop(tp, None)
-            path = old.dir.parent / CLEANER_OFFSET_CHECKPOINT
-            try:
-                offsets = read_offset_checkpoint(path) if path.exists() else {}
-                if offsets.pop(tp, None) is not None:
-                    write_offset_checkpoint(path, offsets)
-            except (OSError, KafkalogError) as e:
-                log.error("log cleaner: updating %s failed: %s", path, e)
+            forgotten.append((tp, old.dir.parent / CLEANER_OFFSET_CHECKPOINT))
+        return forgotten
 
     # -- on the worker thread ----------------------------------------------------------------------
     def _clean(self, partition_log, tp: TopicPartition):
@@ -267,7 +286,9 @@ class LogCleaner:
             force=True,  # filthiest_log held it to its ratio (the broker's default included)
             dedupe_buffer_size=self.settings.dedupe_buffer_size,
             max_messages=0,
-            exclusive=lambda fn: self._exclusive(partition_log, tp, fn),
+            exclusive=lambda fn, finishing=False: self._exclusive(
+                partition_log, tp, fn, finishing=finishing
+            ),
             delete_later=None
             if self.delete_later is None
             else lambda segment: self.delete_later(
@@ -275,15 +296,18 @@ class LogCleaner:
             ),
         )
 
-    def _exclusive(self, partition_log, tp: TopicPartition, fn):
-        """Run ``fn`` on the event loop (where nothing else touches the log) and wait for it."""
+    def _exclusive(self, partition_log, tp: TopicPartition, fn, *, finishing: bool = False):
+        """Run ``fn`` on the event loop (where nothing else touches the log) and wait for it.
+
+        Refused once the partition is deleted or, unless the step finishes a swap under way
+        (its ``.swap`` renames done: :meth:`stop` waits for it), once the server stops."""
         future: concurrent.futures.Future = concurrent.futures.Future()
 
         def step() -> None:
             if not future.set_running_or_notify_cancel():
                 return
             try:
-                if self._stopping:
+                if self._stopping and not finishing:
                     raise CleaningAborted("the server is stopping")
                 if self.broker.log_manager.logs.get(tp) is not partition_log:
                     raise CleaningAborted("the partition was deleted")

@@ -38,6 +38,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import ClassVar
 
 from ..log.datadir import TopicPartition
 from ..log.segment import LogSegment
@@ -59,15 +60,16 @@ class RetentionSettings:
     initial_delay_ms: int = 30_000  # log.initial.task.delay.ms
     cleaner_enable: bool = True  # log.cleaner.enable
 
+    # Kafka name, field, parser, minimum (see config.broker_settings).
+    SETTINGS: ClassVar[tuple] = (
+        ("log.retention.check.interval.ms", "check_interval_ms", int, 1),
+        ("log.initial.task.delay.ms", "initial_delay_ms", int, 0),
+        ("log.cleaner.enable", "cleaner_enable", parse_bool, None),
+    )
+
     @classmethod
     def from_config(cls, config: ServerConfig) -> RetentionSettings:
-        extra = getattr(config, "extra", None) or {}
-        table = (
-            ("log.retention.check.interval.ms", "check_interval_ms", int, 1),
-            ("log.initial.task.delay.ms", "initial_delay_ms", int, 0),
-            ("log.cleaner.enable", "cleaner_enable", parse_bool, None),
-        )
-        return cls(**broker_settings(extra, table))
+        return cls(**broker_settings(getattr(config, "extra", None) or {}, cls.SETTINGS))
 
     def broker_configs(self) -> dict[str, str]:
         return {

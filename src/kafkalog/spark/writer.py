@@ -12,7 +12,10 @@ the check of the DataFrame's schema with Spark's wording, commit messages, save 
 streaming sink's once-only commits.
 
 The data directory must be on a filesystem the driver and every executor share (a local path in
-local mode; NFS or similar on a cluster). An executor that cannot see it fails with that message.
+local mode; NFS or similar on a cluster), or in object storage (``s3://...``): tasks then put
+their staged batches under the directory's ``.kafkalog-staging/`` prefix, and the driver's
+commit puts the new segments and, last, the manifest that makes them visible
+(``kafkalog.dataset.remote_writer``, docs/object-storage.md).
 
 The streaming sink (:class:`KafkaLogStreamWriter`) commits micro-batch ``batchId`` at most once:
 a state file in the data directory records the last committed batch and, while appending, the
@@ -37,6 +40,7 @@ from ..dataset import (
     prepare_staging,
     remove_staging,
 )
+from ..log.storage import is_remote
 
 try:
     from pyspark.sql.datasource import (
@@ -97,7 +101,7 @@ class KafkaLogWriter(DataSourceArrowWriter):
 
     def commit(self, messages) -> None:
         try:
-            commit_staged(self.options, messages, overwrite=self.overwrite)
+            commit_staged(self.options, messages, overwrite=self.overwrite, staging=self.staging)
         finally:
             remove_staging(self.staging)
 
@@ -112,6 +116,11 @@ class KafkaLogStreamWriter(DataSourceStreamArrowWriter):
         _check_columns(schema, options)
         if overwrite:
             raise OptionError("the kafkalog streaming sink only appends (outputMode append)")
+        if is_remote(options.path):
+            raise OptionError(
+                f"path {options.path}: the streaming sink writes to local or shared directories; "
+                f"object storage takes batch writes (df.write), each committed by a manifest"
+            )
         self.options = options
         os.makedirs(options.path, exist_ok=True)
         sink = options.sink_id or "default"

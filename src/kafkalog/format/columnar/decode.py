@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import struct
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import ModuleType
 
 import numpy as np
@@ -451,40 +451,30 @@ class ColumnarDecoder:
                 b.extrapolate = (result[1], end)
             if status == A.ERROR:
                 raise kernel_error(result, ctx)
-            if status == A.NEED_SPACE:
+            if status in (A.NEED_SPACE, A.DECOMPRESS):
                 try:
-                    b.grow(result[2], result[3])
+                    if status == A.NEED_SPACE:
+                        b.grow(result[2], result[3])
+                        pos = result[1]
+                    else:
+                        pos = self._decompressed(
+                            b, view, result, lo, hi, flags, max_decompressed_size, position_base
+                        )
+                    continue
                 except _ChunkFull as full:
                     if single or b.rows() == 0:
                         raise _too_big(full, single) from None
-                    yielded = True
+            elif status != A.ROWS_FULL:
+                # END or RANGE_END: a last chunk, or one empty batch (with the schema) if none came
+                if b.rows() or not yielded:
                     yield b.to_arrow(self._constants)
-                    b = self._next_chunk(b, end, max_rows)
-                pos = result[1]
-                continue
-            if status == A.DECOMPRESS:
-                try:
-                    pos = self._decompressed(
-                        b, view, result, lo, hi, flags, max_decompressed_size, position_base
-                    )
-                except _ChunkFull as full:
-                    if single or b.rows() == 0:
-                        raise _too_big(full, single) from None
-                    yielded = True
-                    yield b.to_arrow(self._constants)
-                    b = self._next_chunk(b, end, max_rows)
-                    pos = result[1]
-                continue
-            if status == A.ROWS_FULL:
-                yielded = True
-                yield b.to_arrow(self._constants)
-                b = self._next_chunk(b, end, max_rows)
-                pos = result[1]
-                continue
-            # END or RANGE_END: a last chunk, or one empty batch (with the schema) if none came
-            if b.rows() or not yielded:
-                yield b.to_arrow(self._constants)
-            return
+                return
+            # The chunk is full (its rows, or a data buffer at Arrow's limit): hand it out and
+            # go on from the same entry in the next one.
+            yielded = True
+            yield b.to_arrow(self._constants)
+            b = self._next_chunk(b, end, max_rows)
+            pos = result[1]
 
     def _decompressed(self, b, view, result, lo, hi, flags, max_size, position_base) -> int:
         """Decode the compressed entry at result's position; return the next entry's position."""
@@ -538,12 +528,7 @@ class ColumnarDecoder:
                 hi,
                 last_delta,
             )
-            kernels = self._kernels
-            while True:
-                r = kernels.decode_records_v2(b.sink, data, *args)
-                if r[0] != A.NEED_SPACE:
-                    break
-                b.grow(r[2], r[3])
+            r = _grown_run(b, self._kernels.decode_records_v2, data, *args)
             if r[0] == A.ERROR:
                 ctx = Context("v2", data, batch_position=where, batch_offset=base_offset)
                 raise kernel_error(r, ctx)
@@ -564,19 +549,24 @@ class ColumnarDecoder:
                 position=where,
                 offset=offset,
             ) from None
-        kernels = self._kernels
-        while True:
-            r = kernels.decode_legacy_set(
-                b.sink, data, offset, magic, attributes, ts, lo, hi, flags
-            )
-            if r[0] != A.NEED_SPACE:
-                break
-            b.grow(r[2], r[3])
+        r = _grown_run(
+            b, self._kernels.decode_legacy_set, data, offset, magic, attributes, ts, lo, hi, flags
+        )
         if r[0] == A.ERROR:
             ctx = Context("legacy", data, batch_position=where, batch_offset=offset)
             raise kernel_error(r, ctx)
         _passed(b, offset)
         return pos + 12 + size
+
+
+def _grown_run(b: _Buffers, kernel: Callable[..., tuple], *args: object) -> tuple:
+    """``kernel``'s result over ``b``'s sink, run again after each growth it asks for (a kernel
+    stopped for space left the sink as it found it)."""
+    while True:
+        r = kernel(b.sink, *args)
+        if r[0] != A.NEED_SPACE:
+            return r
+        b.grow(r[2], r[3])
 
 
 def _passed(b: _Buffers, last: int) -> None:

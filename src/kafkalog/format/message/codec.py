@@ -191,6 +191,26 @@ def _not_nullable(name: str, v: int) -> ValueError:
     return ValueError(f"field {name} is not nullable at version {v}")
 
 
+def _none_value(
+    out: Encoded,
+    empty: Any,
+    name: str,
+    v: int,
+    nullable: bool,
+    flexible: bool,
+    wide: bool,
+    d: Dialect,
+) -> Any:
+    """What a None is written as: None once the null length of a nullable field is written; else
+    ``empty`` (the field's empty value) unless the dialect writes strictly."""
+    if nullable:
+        _write_length(out, -1, flexible, wide)
+        return None
+    if d.strict_writes:
+        raise _not_nullable(name, v)
+    return empty
+
+
 def _scalar_codec(
     type_: str, name: str, v: int, flexible: bool, nullable: bool, d: Dialect
 ) -> tuple[Decode, Encode]:
@@ -245,13 +265,10 @@ def _scalar_codec(
                 raise r.fail(f"string {name} is not UTF-8: {e.reason}", r.pos - n) from None
 
         def enc_string(value, out: Encoded) -> None:
-            if value is None:
-                if nullable:
-                    _write_length(out, -1, flexible, False)
+            if value is None:  # null, or (lenient writes) the empty value
+                value = _none_value(out, "", name, v, nullable, flexible, False, d)
+                if value is None:
                     return
-                if d.strict_writes:
-                    raise _not_nullable(name, v)
-                value = ""
             data = value.encode("utf-8")
             if len(data) > MAX_STRING_LENGTH:
                 raise ValueError(
@@ -275,13 +292,10 @@ def _scalar_codec(
         return bytes(data) if as_bytes else data
 
     def enc_bytes(value, out: Encoded) -> None:
-        if value is None:
-            if nullable:
-                _write_length(out, -1, flexible, True)
+        if value is None:  # null, or (lenient writes) the empty value
+            value = _none_value(out, b"", name, v, nullable, flexible, True, d)
+            if value is None:
                 return
-            if d.strict_writes:
-                raise _not_nullable(name, v)
-            value = b""
         if not isinstance(value, (bytes, bytearray, memoryview)) and hasattr(
             value, "size_in_bytes"
         ):
@@ -328,13 +342,10 @@ def _array_codec(
         return [item_dec(r) for _ in range(count)]
 
     def encode(value, out: Encoded) -> None:
-        if value is None:
-            if nullable:
-                _write_length(out, -1, flexible, True)
+        if value is None:  # null, or (lenient writes) the empty value
+            value = _none_value(out, [], name, v, nullable, flexible, True, d)
+            if value is None:
                 return
-            if d.strict_writes:
-                raise _not_nullable(name, v)
-            value = []
         _write_length(out, len(value), flexible, True)
         if code is not None:
             try:

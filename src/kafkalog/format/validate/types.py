@@ -9,7 +9,11 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from ...errors import KafkalogError
+from ...errors import (
+    InvalidTimestampError,
+    RecordValidationError,
+    UnsupportedForMessageFormatError,
+)
 from ..codecs import CompressionType
 from ..constants import MAGIC_VALUE_V2, TimestampType
 
@@ -29,28 +33,6 @@ __all__ = [
 LONG_MAX = (1 << 63) - 1
 DEFAULT_MAX_MESSAGE_BYTES = 1048588  # max.message.bytes (LogConfig)
 PRODUCER = "producer"  # compression.type that keeps the producer's codec
-
-
-class RecordValidationError(KafkalogError, ValueError):
-    """Records rejected one by one: ``errors`` lists ``(record index in batch, message)``."""
-
-    code = 87  # INVALID_RECORD
-
-    def __init__(self, message: str, *, errors: list[tuple[int, str]], **where) -> None:
-        super().__init__(message, **where)
-        self.errors = errors
-
-
-class InvalidTimestampError(RecordValidationError):
-    """At least one record's timestamp is out of the topic's range (or typed LogAppendTime)."""
-
-    code = 32  # INVALID_TIMESTAMP
-
-
-class UnsupportedForMessageFormatError(KafkalogError, ValueError):
-    """Idempotent or transactional batches for a topic whose message format is below magic 2."""
-
-    code = 43  # UNSUPPORTED_FOR_MESSAGE_FORMAT
 
 
 class AppendOrigin(enum.Enum):

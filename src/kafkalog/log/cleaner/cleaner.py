@@ -21,18 +21,22 @@ A caller that cleans while others use the log (a broker: appends to the active s
 runs the clean on a thread of its own and passes ``exclusive``, which runs a function where
 nothing else touches the log and returns its result (the broker: on its event loop, waited for).
 Every step that reads the log's mutable state (the dirty range, the producers) or changes the
-log (each swap, the checkpoint) goes through it; the slow part, reading segments that are no
-longer active and writing the ``.cleaned`` files, does not. ``delete_later`` receives the old
-segments once renamed ``.deleted`` instead of removing them at once (file.delete.delay.ms).
+log (the renames of each swap) goes through it; the slow part, reading segments that are no
+longer active, writing and fsyncing the ``.cleaned`` files, does not, and neither do the
+directory fsyncs that order a swap's renames: they run on the cleaning thread between its
+exclusive steps (see :func:`replace_segments`), as does the checkpoint's write. ``delete_later``
+receives the old segments once renamed ``.deleted`` instead of removing them at once
+(file.delete.delay.ms).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from ..datadir import (
     CLEANED_FILE_SUFFIX,
@@ -78,11 +82,16 @@ __all__ = [
 
 _INT32_MAX = (1 << 31) - 1
 
-# Runs a function where nothing else touches the log, returning its result.
-Exclusive = Callable[[Callable[[], Any]], Any]
+
+class Exclusive(Protocol):
+    """Runs ``fn`` where nothing else touches the log and returns its result. ``finishing``:
+    the step completes a swap whose first renames are done, so a caller that is stopping
+    still runs it (one refused there would leave the swap to the loader)."""
+
+    def __call__(self, fn: Callable[[], Any], *, finishing: bool = False) -> Any: ...
 
 
-def _call(fn: Callable[[], Any]) -> Any:
+def _call(fn: Callable[[], Any], *, finishing: bool = False) -> Any:
     return fn()
 
 
@@ -164,7 +173,8 @@ def clean(
             f"[{log.log_start_offset}, {log.log_end_offset}]: cleaning from the log start"
         )
         if not dry_run:
-            run(lambda: write_cleaner_checkpoint(log, ltc.first_dirty_offset))
+            run(lambda: None)  # refused when the log is gone
+            write_cleaner_checkpoint(log, ltc.first_dirty_offset)
     if ltc.cleanable_bytes == 0:
         result.reason = "nothing cleanable: the dirty section is empty or uncleanable"
         return result
@@ -178,7 +188,9 @@ def clean(
     _Cleaner(log, offset_map, now, stats, dry_run, result, run, delete_later).do_clean(ltc)
     result.cleaned = True
     result.buffer_utilization = offset_map.utilization()
-    if not dry_run and not run(lambda: write_cleaner_checkpoint(log, result.end_offset)):
+    # After the swaps' final directory fsyncs (Kafka's order). The checkpoint file is the cleaner's
+    # alone, so its write (two fsyncs) needs no exclusive step: one only refuses a log now gone.
+    if not dry_run and not (run(lambda: True) and write_cleaner_checkpoint(log, result.end_offset)):
         stats.messages.append(
             f"no cleaner-offset-checkpoint written: {log.dir.name} is not a partition directory"
         )
@@ -363,7 +375,7 @@ class _Cleaner:
         self.result.segments_after.extend(bases)
         if not self.dry_run:
             try:
-                self.run(lambda: replace_segments(log, cleaned, group, self.delete_later))
+                replace_segments(log, cleaned, group, self.delete_later, exclusive=self.run)
             except BaseException:
                 # Refused before any rename (the caller's exclusive step: the log is gone or the
                 # caller stops): the .cleaned files go. A failure midway is left to the loader.
@@ -447,38 +459,72 @@ def replace_segments(
     new_segments: list[LogSegment],
     old_segments: list[LogSegment],
     delete_later: Callable[[LogSegment], None] | None = None,
+    *,
+    exclusive: Exclusive | None = None,
 ) -> None:
     """Replace ``old_segments`` of ``log`` by the ``.cleaned`` ``new_segments``, crash-safely.
 
-    Order matters for the loader: ``.cleaned`` -> ``.swap`` from the highest base down (a crash
-    midway leaves a ``.cleaned`` below every ``.swap``, so all are undone), then the old segments
-    -> ``.deleted`` and deleted (a crash leaves only ``.swap`` files: the loader finishes), then
-    the ``.swap`` suffixes go. ``delete_later``: the old segments, renamed ``.deleted``, go to it
-    instead of being removed at once (readers still holding them keep reading until then).
+    Three steps, each a batch of renames, with a directory fsync after each, so that no rename
+    of a step can reach the disk before every rename of the step before it (a power cut must
+    leave a state the loader reads right):
+
+    1. ``.cleaned`` -> ``.swap``, from the highest base down (a crash midway leaves a
+       ``.cleaned`` below every ``.swap``: the loader undoes them all);
+    2. the old segments -> ``.deleted`` (then deleted, or given to ``delete_later``: readers
+       still holding them keep reading until then) and the new ones take their place in the
+       log (a crash leaves ``.swap`` files alone: the loader finishes the swap);
+    3. the ``.swap`` suffixes go.
+
+    Each step runs through ``exclusive`` (steps 2 and 3 as ``finishing``), each fsync on the
+    calling thread after it returns: a broker's event loop does the renames, never an fsync,
+    and between the steps it serves the log as it was (before step 2: the old segments, under
+    their names; after it: the new ones, still named ``.swap``). If the first fsync fails the
+    ``.swap`` files are removed, the log untouched; a later failure leaves the rest to the
+    loader.
     """
+    run = exclusive or _call
     new_sorted = sorted(new_segments, key=lambda s: s.base_offset)
-    old_sorted = sorted((s for s in old_segments if s in log.segments), key=lambda s: s.base_offset)
-    by_base = {s.base_offset: s for s in log.segments}
-    for segment in reversed(new_sorted):
-        segment.change_file_suffixes(CLEANED_FILE_SUFFIX, SWAP_FILE_SUFFIX)
-        by_base[segment.base_offset] = segment
+
+    def to_swap() -> None:
+        for segment in reversed(new_sorted):
+            segment.change_file_suffixes(CLEANED_FILE_SUFFIX, SWAP_FILE_SUFFIX)
+
+    def install() -> None:
+        old_sorted = sorted((s for s in old_segments if s in log.segments),
+                            key=lambda s: s.base_offset)  # fmt: skip
+        by_base = {s.base_offset: s for s in log.segments}
+        for segment in new_sorted:
+            by_base[segment.base_offset] = segment
+        new_bases = {s.base_offset for s in new_sorted}
+        for segment in old_sorted:
+            if segment.base_offset not in new_bases:
+                del by_base[segment.base_offset]
+            segment.change_file_suffixes("", DELETED_FILE_SUFFIX)
+            if delete_later is None:
+                segment.delete_if_exists()
+            else:
+                delete_later(segment)
+        log.segments[:] = [by_base[b] for b in sorted(by_base)]
+        removed.extend(s.base_offset for s in old_sorted if s.base_offset not in new_bases)
+
+    def from_swap() -> None:
+        # A segment retention or DeleteRecords removed meanwhile is no longer named .swap.
+        for segment in new_sorted:
+            if segment in log.segments and str(segment.log.path).endswith(SWAP_FILE_SUFFIX):
+                segment.change_file_suffixes(SWAP_FILE_SUFFIX, "")
+        if removed and log.writable:
+            # Kafka deletes the producer snapshots named after segments that are gone.
+            log.producer_state.remove_stray_snapshots(s.base_offset for s in log.segments)
+
+    removed: list[int] = []  # old bases no new segment takes
+    run(to_swap)
+    try:
+        _fsync_dir(log.dir)
+    except BaseException:
+        with contextlib.suppress(Exception):  # (refused: the log is gone anyway)
+            run(lambda: [segment.delete_if_exists() for segment in new_sorted], finishing=True)
+        raise
+    run(install, finishing=True)
     _fsync_dir(log.dir)
-    new_bases = {s.base_offset for s in new_sorted}
-    removed = []
-    for segment in old_sorted:
-        if segment.base_offset not in new_bases:
-            del by_base[segment.base_offset]
-            removed.append(segment.base_offset)
-        segment.change_file_suffixes("", DELETED_FILE_SUFFIX)
-        if delete_later is None:
-            segment.delete_if_exists()
-        else:
-            delete_later(segment)
-    log.segments[:] = [by_base[b] for b in sorted(by_base)]
+    run(from_swap, finishing=True)
     _fsync_dir(log.dir)
-    for segment in new_sorted:
-        segment.change_file_suffixes(SWAP_FILE_SUFFIX, "")
-    _fsync_dir(log.dir)
-    if removed and log.writable:
-        # Kafka deletes the producer snapshots named after segments that are gone.
-        log.producer_state.remove_stray_snapshots(s.base_offset for s in log.segments)

@@ -20,6 +20,7 @@ import re
 from collections.abc import Iterator
 
 from ..errors import CorruptCheckpointError
+from ..storage import as_path, is_remote
 from .regular_file import open_regular
 
 __all__ = [
@@ -45,8 +46,11 @@ def read_bounded_bytes(path: str | os.PathLike, *, max_bytes: int = DEFAULT_MAX_
     """The bytes of ``path``, a regular file of at most ``max_bytes`` (else CorruptCheckpointError
     naming it; a FIFO or device is NotRegularFileError and never opened). A missing file raises
     FileNotFoundError: absence is the caller's call."""
-    with open_regular(path) as f:
-        data = f.read(max_bytes + 1)
+    if is_remote(path):  # an object (a checkpoint, a snapshot in object storage)
+        data = as_path(path).read_bytes(max_bytes)
+    else:
+        with open_regular(path) as f:
+            data = f.read(max_bytes + 1)
     if len(data) > max_bytes:
         raise CorruptCheckpointError(
             f"larger than the {_size(max_bytes)} kafkalog reads of such a file: not a file "

@@ -20,15 +20,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from types import TracebackType
 
-from ...errors import KafkalogError
+from ...errors import DataDirLockedError
 
 __all__ = ["LOCK_FILE_NAME", "DataDirLock", "DataDirLockedError", "DataDirLocks", "real_data_dirs"]
 
 LOCK_FILE_NAME = ".lock"
-
-
-class DataDirLockedError(KafkalogError):
-    """Another process holds the data directory's ``.lock`` (a broker, or another kafkalog)."""
 
 
 class DataDirLock:

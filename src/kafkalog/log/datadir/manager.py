@@ -120,12 +120,17 @@ class LogManager:
         create: bool = False,
         clock: Clock | None = None,
         prepare: Callable[[Path], None] | None = None,
+        topic_defaults: Mapping[str, str] | None = None,
     ) -> None:
         """``prepare``, if given, is called with each partition directory just before its log
         is opened, under the lock when writable (a repair tool fixes what opening would fail
-        on)."""
+        on). ``topic_defaults``: topic configs a broker setting gives every topic without its
+        own (``retention.ms`` from ``log.retention.hours``, see
+        :func:`kafkalog.log.partition.topic_defaults`)."""
         dirs = [data_dirs] if isinstance(data_dirs, (str, os.PathLike)) else list(data_dirs)
         self.data_dirs = [Path(d) for d in dirs]
+        self.topic_defaults = dict(topic_defaults or {})
+        LogConfig(defaults=self.topic_defaults)  # checked before any log opens with them
         self.writable = writable
         self.clock = clock or SystemClock()
         self.logs: dict[TopicPartition, Log] = {}
@@ -296,12 +301,13 @@ class LogManager:
         """KRaft metadata first, then kafkalog's topics file, then the configs Kafka gives its
         internal topics, then Kafka's defaults."""
         source = self.config_source(topic)
+        defaults = self.topic_defaults
         if source == CONFIG_FROM_METADATA:
             known = {k: v for k, v in self.metadata.topics[topic].configs.items() if k in _KNOWN}
-            return LogConfig(known, stored=True)
+            return LogConfig(known, stored=True, defaults=defaults)
         if source == CONFIG_FROM_INTERNAL_TOPIC:
-            return LogConfig(INTERNAL_TOPIC_CONFIGS[topic])
-        return LogConfig(self._topic_configs.get(topic, {}))
+            return LogConfig(INTERNAL_TOPIC_CONFIGS[topic], defaults=defaults)
+        return LogConfig(self._topic_configs.get(topic, {}), defaults=defaults)
 
     def config_source(self, topic: str) -> str:
         """Where :meth:`config_for` finds ``topic``'s configs: one of the ``CONFIG_FROM_*``
@@ -351,12 +357,21 @@ class LogManager:
         self._write_topics_file()
         return [self.get_or_create_log(TopicPartition(topic, p)) for p in range(num_partitions)]
 
+    def set_topic_defaults(self, topic_defaults: Mapping[str, str]) -> None:
+        """Make ``topic_defaults`` every topic's defaults from now on (a broker's dynamic
+        config changed): checked first, then applied to the open logs."""
+        defaults = dict(topic_defaults)
+        LogConfig(defaults=defaults)
+        self.topic_defaults = defaults
+        for tp, partition_log in self.logs.items():
+            partition_log.config = self.config_for(tp.topic)
+
     def alter_topic_configs(self, topic: str, configs: Mapping[str, str]) -> None:
         """Replace ``topic``'s overrides (validated first), record them in the topics file and
         apply them to its open logs (segments already written keep the sizes they rolled at)."""
         self._check_writable()
         configs = {str(k): str(v) for k, v in configs.items()}
-        new = LogConfig(configs)
+        new = LogConfig(configs, defaults=self.topic_defaults)
         self._topic_configs[topic] = configs
         self._write_topics_file()
         for tp, partition_log in self.logs.items():

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import InvalidFileNameError, InvalidTopicError
+from ..storage import as_path
 
 __all__ = [
     "CLEANED_FILE_SUFFIX",
@@ -208,7 +209,7 @@ def filename_prefix_from_offset(offset: int) -> str:
 def _segment_path(directory: str | os.PathLike, offset: int, base_suffix: str, suffix: str) -> Path:
     if suffix not in ("", DELETED_FILE_SUFFIX, CLEANED_FILE_SUFFIX, SWAP_FILE_SUFFIX):
         raise ValueError(f"unknown segment file suffix {suffix!r}")
-    return Path(directory) / f"{filename_prefix_from_offset(offset)}{base_suffix}{suffix}"
+    return as_path(directory) / f"{filename_prefix_from_offset(offset)}{base_suffix}{suffix}"
 
 
 def log_file(directory: str | os.PathLike, offset: int, suffix: str = "") -> Path:

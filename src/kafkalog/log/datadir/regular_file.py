@@ -18,6 +18,8 @@ import os
 import stat
 from typing import BinaryIO
 
+from ...errors import NotRegularFileError
+
 __all__ = [
     "NotRegularFileError",
     "describe_mode",
@@ -28,11 +30,6 @@ __all__ = [
     "require_regular_entries",
     "require_regular_file",
 ]
-
-
-class NotRegularFileError(OSError):
-    """A path of a data directory that is not a regular file (FIFO, socket, device, directory,
-    symlink loop): ``filename`` names it, ``strerror`` says what it is."""
 
 
 _KINDS = (

@@ -9,9 +9,16 @@ from ..._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from .config import LOG_CONFIG_DEFS, LogConfig
+    from .config_synonyms import (
+        DEFAULT_SYNONYMS,
+        broker_synonym_given,
+        broker_synonyms,
+        broker_synonyms_given,
+        topic_defaults,
+    )
     from .leader_epoch import end_offset_for
     from .leader_epoch_repair import describe_epochs, rebuild_leader_epoch_checkpoint
-    from .loader import load_segments
+    from .loader import load_segments, open_remote_log
     from .log import (
         EARLIEST_TIMESTAMP,
         LATEST_TIMESTAMP,
@@ -37,6 +44,7 @@ if TYPE_CHECKING:
 
 # What the code outside imports from here, and the module that defines it (loaded on first use).
 _EXPORTS = {
+    "DEFAULT_SYNONYMS": "config_synonyms",
     "DROP_SEGMENT": "recovery_plan",
     "EARLIEST_TIMESTAMP": "log",
     "LATEST_TIMESTAMP": "log",
@@ -53,17 +61,23 @@ _EXPORTS = {
     "REBUILD_INDEXES": "recovery_plan",
     "REWRITE_CHECKPOINT": "recovery_plan",
     "RecoveryAction": "recovery_plan",
+    "broker_synonym_given": "config_synonyms",
+    "broker_synonyms": "config_synonyms",
+    "broker_synonyms_given": "config_synonyms",
     "describe_epochs": "leader_epoch_repair",
     "end_offset_for": "leader_epoch",
     "load_segments": "loader",
+    "open_remote_log": "loader",
     "plan_recovery": "recovery_plan",
     "plan_retention": "retention_plan",
     "rebuild_leader_epoch_checkpoint": "leader_epoch_repair",
     "records_from": "recovery_plan",
     "segment_valid_prefix": "recovery_plan",
+    "topic_defaults": "config_synonyms",
     "zero_filled": "recovery_plan",
 }
 __all__ = [
+    "DEFAULT_SYNONYMS",
     "DROP_SEGMENT",
     "EARLIEST_TIMESTAMP",
     "LATEST_TIMESTAMP",
@@ -80,14 +94,19 @@ __all__ = [
     "OffsetOutOfRangeError",
     "Quarantine",
     "RecoveryAction",
+    "broker_synonym_given",
+    "broker_synonyms",
+    "broker_synonyms_given",
     "describe_epochs",
     "end_offset_for",
     "load_segments",
+    "open_remote_log",
     "plan_recovery",
     "plan_retention",
     "rebuild_leader_epoch_checkpoint",
     "records_from",
     "segment_valid_prefix",
+    "topic_defaults",
     "zero_filled",
 ]
 

@@ -13,19 +13,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ...errors import KafkalogError
+from ...errors import ConfigError
 from ...format import CompressionType, TimestampType
 
 __all__ = ["LOG_CONFIG_DEFS", "ConfigError", "LogConfig"]
 
 INT_MAX = (1 << 31) - 1
 LONG_MAX = (1 << 63) - 1
-
-
-class ConfigError(KafkalogError, ValueError):
-    """A topic config name Kafka does not know, or a value outside its valid range."""
-
-    code = 40  # INVALID_CONFIG
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,34 +150,55 @@ def _num(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else str(x)
 
 
+def _parsed(configs: Mapping[str, Any] | None, *, stored: bool) -> dict[str, Any]:
+    parsed: dict[str, Any] = {}
+    for name, value in (configs or {}).items():
+        d = LOG_CONFIG_DEFS.get(name)
+        if d is None:
+            raise ConfigError(f"Unknown topic config name: {name}")
+        parsed[name] = _parse(d, value, stored=stored)
+    return parsed
+
+
 class LogConfig:
-    """A topic's effective configuration: Kafka's defaults overridden by ``overrides``.
+    """A topic's effective configuration: Kafka's defaults, then the broker's ``defaults``
+    (topic configs a broker setting such as ``log.retention.hours`` sets, see
+    :mod:`.config_synonyms`), then the topic's ``overrides``.
 
     Read a value by Kafka's name (``config["retention.ms"]``) or through the typed properties the
-    log uses. ``overrides`` keeps only what was set explicitly, as Kafka's overriddenConfigs.
+    log uses. ``overrides`` keeps only what was set explicitly, as Kafka's overriddenConfigs;
+    ``defaults`` what the broker set.
     """
 
-    __slots__ = ("_values", "overrides")
+    __slots__ = ("_values", "defaults", "overrides")
 
-    def __init__(self, overrides: Mapping[str, Any] | None = None, *, stored: bool = False) -> None:
+    def __init__(
+        self,
+        overrides: Mapping[str, Any] | None = None,
+        *,
+        stored: bool = False,
+        defaults: Mapping[str, Any] | None = None,
+    ) -> None:
         """``stored``: the overrides are what a broker already stored (its metadata log), so a
         value an older Kafka allowed is taken (segment.bytes down to 3.x's 14 bytes)."""
         values = {name: d.default for name, d in LOG_CONFIG_DEFS.items()}
-        parsed: dict[str, Any] = {}
-        for name, value in (overrides or {}).items():
-            d = LOG_CONFIG_DEFS.get(name)
-            if d is None:
-                raise ConfigError(f"Unknown topic config name: {name}")
-            parsed[name] = _parse(d, value, stored=stored)
-        values.update(parsed)
+        self.defaults = _parsed(defaults, stored=False)
+        self.overrides = _parsed(overrides, stored=stored)
+        values.update(self.defaults)
+        values.update(self.overrides)
         self._values = values
-        self.overrides = parsed
 
     def __getitem__(self, name: str) -> Any:
         return self._values[name]
 
+    def source(self, name: str) -> str:
+        """Where ``name``'s value comes from: ``"topic"``, ``"broker"`` or ``"default"``."""
+        if name in self.overrides:
+            return "topic"
+        return "broker" if name in self.defaults else "default"
+
     def with_overrides(self, overrides: Mapping[str, Any]) -> LogConfig:
-        return LogConfig({**self.overrides, **overrides})
+        return LogConfig({**self.overrides, **overrides}, defaults=self.defaults)
 
     def as_strings(self) -> dict[str, str]:
         """Overrides as Kafka writes them (lists comma-joined, booleans lower case)."""

@@ -19,6 +19,11 @@ Steps, as Kafka 4.x does them:
    (:func:`rebuild_producer_state`).
 4. The log start offset is the larger of the checkpointed one and the first segment's base.
 
+A partition directory in object storage (a :class:`~kafkalog.log.storage.RemotePath` or its URL)
+is only ever read: its live ``.log`` objects are its segments
+(:func:`~kafkalog.log.segment.remote_segments.open_remote_segments`), and
+:func:`open_remote_log` opens it as a read-only Log.
+
 Where Kafka deletes, kafkalog moves files and cut bytes to the partition's quarantine
 (:mod:`kafkalog.log.partition.quarantine`). Read-only opening does none of this: it only works out
 which files make up the log as Kafka would load it (leftovers ignored, valid swaps used in place of
@@ -32,6 +37,7 @@ import os
 from bisect import bisect_right
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
 
 from ...errors import CorruptIndexError, CorruptRecordError
 from ..clock import Clock
@@ -48,6 +54,8 @@ from ..datadir import (
 )
 from ..producer import ProducerStateManager
 from ..segment import LogSegment
+from ..storage import RemotePath, as_path, is_remote
+from ..storage.remote_storage import missing_object
 from .config import LogConfig
 from .quarantine import Quarantine
 
@@ -55,10 +63,16 @@ __all__ = [
     "LoadResult",
     "check_indexes",
     "classify_leftovers",
+    "leftover_reason",
     "load_segments",
+    "open_remote_log",
     "rebuild_producer_state",
 ]
 
+if TYPE_CHECKING:
+    from .log import Log
+
+L = TypeVar("L", bound="Log")
 _INDEX_SUFFIXES = (INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX, TXN_INDEX_FILE_SUFFIX)
 _log = logging.getLogger("kafkalog.log")
 
@@ -105,6 +119,16 @@ def classify_leftovers(directory: Path) -> tuple[list[Path], list[Path], list[Pa
     return deleted, cleaned, invalid, valid_logs
 
 
+def leftover_reason(path: Path) -> str:
+    """Why loading sets aside a ``.deleted``, ``.cleaned`` or invalid ``.swap`` file that
+    :func:`classify_leftovers` found."""
+    if path.name.endswith(DELETED_FILE_SUFFIX):
+        return "scheduled for deletion by retention or the cleaner"
+    if path.name.endswith(CLEANED_FILE_SUFFIX):
+        return "left by an unfinished log clean"
+    return "swap file of an unfinished operation (at or above a .cleaned file's offset)"
+
+
 def load_segments(
     directory: str | os.PathLike,
     config: LogConfig,
@@ -116,18 +140,18 @@ def load_segments(
     leader_epoch_cache=None,
     log_start_offset: int = 0,
 ) -> LoadResult:
+    if is_remote(directory):  # copies in object storage: nothing to sort out or recover
+        if writable:
+            raise ValueError(f"{directory}: object storage is read-only")
+        from ..segment import open_remote_segments  # imported here: it imports this package
+
+        return LoadResult(open_remote_segments(as_path(directory), config, clock))
     directory = Path(directory)
     notes: list[str] = []
     quarantine = Quarantine(directory, clock_ms=clock.milliseconds()) if writable else None
     deleted, cleaned, invalid_swaps, valid_swaps = classify_leftovers(directory)
     for path in deleted + cleaned + invalid_swaps:
-        why = (
-            "scheduled for deletion by retention or the cleaner"
-            if path.name.endswith(DELETED_FILE_SUFFIX)
-            else "left by an unfinished log clean"
-            if path.name.endswith(CLEANED_FILE_SUFFIX)
-            else "swap file of an unfinished operation (at or above a .cleaned file's offset)"
-        )
+        why = leftover_reason(path)
         if quarantine is not None:
             quarantine.move_file(path, why)
         notes.append(f"{path.name}: {why}")
@@ -266,6 +290,29 @@ def load_segments(
             reload_from_clean_shutdown=had_clean_shutdown,
         )  # fmt: skip
     return LoadResult(ordered, notes, cut, recovered=unclean, next_offset=next_offset)
+
+
+def open_remote_log(
+    log_class: type[L],
+    directory: RemotePath,
+    config: LogConfig,
+    clock: Clock,
+    *,
+    log_start_offset: int = 0,
+) -> L:
+    """A partition directory in object storage opened read-only as ``log_class`` (a Log): what
+    ``Log.open`` gives for a local one opened read-only, found by one listing. Its log end is
+    where the last segment's readable batches end; every offset counts as recovered (nothing
+    is left to recover in a copy)."""
+    if not directory.is_dir():
+        raise missing_object(str(directory))
+    log = log_class(directory, config, clock, False)
+    log.segments = load_segments(directory, config, clock, writable=False).segments
+    first_base = log.segments[0].base_offset if log.segments else log_start_offset
+    log.log_start_offset = max(log_start_offset, first_base)
+    log._log_end_offset = log._read_log_end_offset() if log.segments else first_base
+    log.recovery_point = log.durable_offset = log._log_end_offset
+    return log
 
 
 def _read_end(segment: LogSegment) -> tuple[int | None, CorruptRecordError | None]:

@@ -12,10 +12,10 @@ from __future__ import annotations
 import os
 from bisect import bisect_right
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from ...errors import CorruptRecordError, KafkalogError
+from ...errors import CorruptRecordError, KafkalogError, OffsetOutOfRangeError
 from ...format import Batch
 from ...format.constants import NO_TIMESTAMP
 from ...format.validate import AppendOrigin, LogValidatorConfig, validate_records
@@ -45,6 +45,7 @@ __all__ = [
     "Log",
     "LogAppendInfo",
     "OffsetOutOfRangeError",
+    "over_retention_bytes",
 ]
 
 EARLIEST_TIMESTAMP = -2  # ListOffsets sentinels
@@ -63,16 +64,22 @@ class FlushPlan:
     pins: list[PinnedDescriptor]
     directory_fd: int | None  # the partition directory's, when an entry in it is new
     generation: int  # the log's truncation count when planned
+    # The producer snapshots written unsynced at rolls, and descriptors of those still there.
+    snapshots: tuple[Path, ...] = ()
+    snapshot_fds: list[int] = field(default_factory=list)
 
     @property
     def empty(self) -> bool:
         """Nothing to fsync: completing moves the marks only."""
-        return not self.pins and self.directory_fd is None
+        return not self.pins and not self.snapshot_fds and self.directory_fd is None
 
     def run(self) -> None:
         """fsync everything planned (on any thread), then give the descriptors back; raises
-        the first fsync's error (the flush failed: complete nothing)."""
+        the first fsync's error (the flush failed: complete nothing). The roll's snapshots go
+        first, as Kafka's flush-log task, then the segments, then the directory."""
         try:
+            for fd in self.snapshot_fds:
+                os.fsync(fd)
             for pin in self.pins:
                 pin.fsync()
             if self.directory_fd is not None:
@@ -85,13 +92,26 @@ class FlushPlan:
         pins, self.pins = self.pins, []
         for pin in pins:
             pin.release()
+        fds, self.snapshot_fds = self.snapshot_fds, []
         fd, self.directory_fd = self.directory_fd, None
-        if fd is not None:
-            os.close(fd)
+        for fd_ in [*fds, fd]:
+            if fd_ is not None:
+                os.close(fd_)
 
 
-class OffsetOutOfRangeError(KafkalogError, ValueError):
-    code = 1  # OFFSET_OUT_OF_RANGE
+def over_retention_bytes(excess: int) -> Callable[[LogSegment, int], bool]:
+    """retention.bytes's rule over the segments, oldest first: delete each while ``excess`` (the
+    log's size past retention.bytes) still covers all of it (Kafka's
+    deleteRetentionSizeBreachedSegments)."""
+
+    def over(seg: LogSegment, nxt: int) -> bool:
+        nonlocal excess
+        if excess - seg.size() >= 0:
+            excess -= seg.size()
+            return True
+        return False
+
+    return over
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +158,9 @@ class Log:
         # which also needs the indexes durable (see plan_flush).
         self.durable_offset = 0
         self._truncations = 0  # plans made before a truncation are void (complete_flush)
+        # Producer snapshots a roll wrote without fsync: the next flush makes them durable
+        # before the recovery point passes them (see roll).
+        self.unsynced_snapshots: list[Path] = []
         self.closed = False
         self.load_notes: list[str] = []
         self.leader_epoch_cache = LeaderEpochFileCache(directory, writable=writable)
@@ -381,7 +404,16 @@ class Log:
         return segment
 
     def roll(self) -> LogSegment:
-        """Start a new segment at the log end offset (the old one's indexes are trimmed)."""
+        """Start a new segment at the log end offset (the old one's indexes are trimmed).
+
+        The producer snapshot taken here is written (to a temporary, renamed) but not fsynced:
+        a roll happens on the append path, and a broker appends on its event loop. As Kafka's
+        UnifiedLog.roll, which leaves the snapshot's and the old segment's flush to its
+        flush-log task, the next flush (:meth:`plan_flush`; a broker starts one at each roll)
+        fsyncs the snapshot, then the segment and the directory, and only then moves the
+        recovery point past them. A snapshot lost to a power cut before that is found corrupt
+        or missing on load: the producer state is rebuilt from an earlier one and the log.
+        """
         self._check_writable()
         new_base = self._log_end_offset
         active = self.active_segment
@@ -389,7 +421,9 @@ class Log:
             return active  # rolling an empty segment changes nothing
         active.on_become_inactive_segment()
         self.producer_state.update_map_end_offset(new_base)
-        self.producer_state.take_snapshot()
+        snapshot = self.producer_state.take_snapshot(sync=False)
+        if snapshot is not None:
+            self.unsynced_snapshots.append(snapshot)
         segment = LogSegment.open(self.dir, new_base, self.config, self.clock, writable=True,
                                   file_already_exists=False)  # fmt: skip
         self.segments.append(segment)
@@ -426,7 +460,14 @@ class Log:
         pins = []
         new_segment = False
         directory_fd = None
+        snapshots = tuple(self.unsynced_snapshots)
+        snapshot_fds: list[int] = []
         try:
+            for path in snapshots:
+                try:
+                    snapshot_fds.append(os.open(path, os.O_RDONLY))
+                except FileNotFoundError:
+                    pass  # deleted since (retention, truncation): nothing to make durable
             for i, segment in enumerate(segments):
                 if segment.base_offset >= upto:
                     break
@@ -442,11 +483,13 @@ class Log:
                 # A segment created since the last flush: its directory entry must be durable
                 # too, or a power cut could lose the whole file.
                 new_segment = new_segment or segment.base_offset >= self.durable_offset
-            if new_segment:
+            if new_segment or snapshot_fds:  # (a snapshot's rename is a new entry too)
                 directory_fd = os.open(self.dir, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
         except BaseException:
             for pin in pins:
                 pin.release()
+            for fd in snapshot_fds:
+                os.close(fd)
             raise
         active_base = segments[-1].base_offset if segments else upto
         recovery_point = upto if indexes else min(upto, active_base)
@@ -456,6 +499,8 @@ class Log:
             pins=pins,
             directory_fd=directory_fd,
             generation=self._truncations,
+            snapshots=snapshots,
+            snapshot_fds=snapshot_fds,
         )
 
     def complete_flush(self, plan: FlushPlan) -> None:
@@ -463,7 +508,10 @@ class Log:
         and the recovery point moves. A truncation since the plan was made voids it (offsets
         below its end may hold other bytes now): the marks stay, the next flush redoes it.
         (The leader epoch cache needs nothing here: it writes its checkpoint, atomically and
-        fsynced, whenever it changes.)"""
+        fsynced, whenever it changes.) The roll snapshots it fsynced are durable either way."""
+        if plan.snapshots:
+            done = set(plan.snapshots)
+            self.unsynced_snapshots = [p for p in self.unsynced_snapshots if p not in done]
         if plan.generation != self._truncations:
             return
         self.durable_offset = max(self.durable_offset, min(plan.upto, self._log_end_offset))
@@ -645,17 +693,10 @@ class Log:
                 f"older than retention.ms={retention_ms}", delete_later)  # fmt: skip
         retention_bytes = self.config["retention.bytes"]
         if retention_bytes >= 0:
-            excess = self.size_in_bytes() - retention_bytes
-
-            def over(seg: LogSegment, nxt: int) -> bool:
-                nonlocal excess
-                if excess - seg.size() >= 0:
-                    excess -= seg.size()
-                    return True
-                return False
-
             deleted += self._delete_segments(
-                over, f"beyond retention.bytes={retention_bytes}", delete_later
+                over_retention_bytes(self.size_in_bytes() - retention_bytes),
+                f"beyond retention.bytes={retention_bytes}",
+                delete_later,
             )
         return deleted
 
@@ -698,8 +739,28 @@ class Log:
         if self.writable and self.segments:
             self.producer_state.update_map_end_offset(self._log_end_offset)
             self.producer_state.take_snapshot()
+            self._sync_roll_snapshots()
         for segment in self.segments:
             segment.close()
+
+    def _sync_roll_snapshots(self) -> None:
+        """fsync the snapshots rolls left unsynced (a log closed without a flush first)."""
+        paths, self.unsynced_snapshots = self.unsynced_snapshots, []
+        for path in paths:
+            try:
+                fd = os.open(path, os.O_RDONLY)
+            except FileNotFoundError:
+                continue
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        if paths:
+            fd = os.open(self.dir, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
 
     def __enter__(self) -> Log:
         return self

@@ -28,7 +28,6 @@ from pathlib import Path
 from ...errors import CorruptIndexError, CorruptRecordError, KafkalogError
 from ..clock import SystemClock
 from ..datadir import (
-    DELETED_FILE_SUFFIX,
     INDEX_FILE_SUFFIX,
     LEADER_EPOCH_CHECKPOINT,
     LOG_FILE_SUFFIX,
@@ -41,10 +40,11 @@ from ..datadir import (
     read_leader_epoch_checkpoint,
     time_index_file,
 )
+from ..json_fields import json_fields
 from ..segment import LogSegment, OffsetIndex, TimeIndex, TransactionIndex, ValidPrefixWalk
 from .config import LogConfig
 from .leader_epoch_repair import describe_epochs, leader_epoch_problem, rebuilt_leader_epochs
-from .loader import classify_leftovers
+from .loader import classify_leftovers, leftover_reason
 
 __all__ = [
     "DROP_SEGMENT",
@@ -96,16 +96,10 @@ class RecoveryAction:
     records_exact: bool = True  # False: the framing breaks, more may go than counted
 
     def to_dict(self) -> dict:
-        return {
-            "action": self.action,
-            "path": self.path,
-            "position": self.position,
-            "bytes": self.bytes,
-            "offset": self.offset,
-            "records": self.records,
-            "recordsExact": self.records_exact,
-            "reason": self.reason,
-        }
+        return json_fields(
+            self,
+            ("action", "path", "position", "bytes", "offset", "records", "records_exact", "reason"),
+        )
 
 
 @dataclass(slots=True)
@@ -200,14 +194,9 @@ def plan_recovery(
 
     deleted, cleaned, invalid_swaps, valid_swaps = classify_leftovers(directory)
     for path in deleted + cleaned + invalid_swaps:
-        why = (
-            "scheduled for deletion by retention or the cleaner"
-            if path.name.endswith(DELETED_FILE_SUFFIX)
-            else "left by an unfinished log clean"
-            if path in cleaned
-            else "swap file of an unfinished operation (at or above a .cleaned file's offset)"
+        actions.append(
+            RecoveryAction(action=QUARANTINE, path=str(path), reason=leftover_reason(path))
         )
-        actions.append(RecoveryAction(action=QUARANTINE, path=str(path), reason=why))
 
     logs = {
         offset_from_file_name(p.name): p

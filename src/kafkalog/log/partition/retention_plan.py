@@ -14,8 +14,9 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ..json_fields import json_fields
 from ..segment import LogSegment
-from .log import Log
+from .log import Log, over_retention_bytes
 
 __all__ = ["RetentionPlan", "SegmentDeletion", "plan_retention"]
 
@@ -33,15 +34,10 @@ class SegmentDeletion:
     reason: str
 
     def to_dict(self) -> dict:
-        return {
-            "path": self.path,
-            "baseOffset": self.base_offset,
-            "nextOffset": self.next_offset,
-            "size": self.size,
-            "largestTimestamp": self.largest_timestamp,
-            "active": self.active,
-            "reason": self.reason,
-        }
+        return json_fields(
+            self,
+            ("path", "base_offset", "next_offset", "size", "largest_timestamp", "active", "reason"),
+        )
 
 
 @dataclass(slots=True)
@@ -99,14 +95,6 @@ def plan_retention(log: Log, *, now_ms: int | None = None) -> RetentionPlan:
         retention_bytes = config["retention.bytes"]
         if retention_bytes >= 0:
             excess = sum(s.size() for s in remaining) - retention_bytes
-
-            def over(seg: LogSegment, nxt: int) -> bool:
-                nonlocal excess
-                if excess - seg.size() >= 0:
-                    excess -= seg.size()
-                    return True
-                return False
-
-            run(over, f"beyond retention.bytes={retention_bytes}")
+            run(over_retention_bytes(excess), f"beyond retention.bytes={retention_bytes}")
     plan.new_log_start_offset = start
     return plan

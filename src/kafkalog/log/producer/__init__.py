@@ -12,7 +12,13 @@ if TYPE_CHECKING:
         TransactionCoordinatorFencedError,
         end_txn_marker,
     )
-    from .snapshot import CorruptSnapshotError, decode_snapshot, list_snapshot_files, read_snapshot
+    from .snapshot import (
+        CorruptSnapshotError,
+        SnapshotFile,
+        decode_snapshot,
+        list_snapshot_files,
+        read_snapshot,
+    )
     from .state import ProducerStateManager
     from .state_entry import CompletedTxn, ProducerStateEntry
 
@@ -23,6 +29,7 @@ _EXPORTS = {
     "InvalidProducerEpochError": "append_info",
     "ProducerStateEntry": "state_entry",
     "ProducerStateManager": "state",
+    "SnapshotFile": "snapshot",
     "TransactionCoordinatorFencedError": "append_info",
     "decode_snapshot": "snapshot",
     "end_txn_marker": "append_info",
@@ -35,6 +42,7 @@ __all__ = [
     "InvalidProducerEpochError",
     "ProducerStateEntry",
     "ProducerStateManager",
+    "SnapshotFile",
     "TransactionCoordinatorFencedError",
     "decode_snapshot",
     "end_txn_marker",

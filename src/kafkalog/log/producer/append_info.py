@@ -12,9 +12,17 @@ replication and log recovery take what the leader accepted and only warn about o
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import replace
 
-from ...errors import InvalidRecordError, KafkalogError
+from ...errors import (
+    InvalidProducerEpochError,
+    InvalidRecordError,
+    InvalidTxnStateError,
+    KafkalogError,
+    OutOfOrderSequenceError,
+    TransactionCoordinatorFencedError,
+)
 from ...format.constants import ControlRecordType
 from ...format.control import decode_control_type, decode_end_txn_marker
 from ...format.record import Record
@@ -31,30 +39,6 @@ __all__ = [
 
 _log = logging.getLogger(__name__)
 _INT32_MAX = (1 << 31) - 1
-
-
-class InvalidProducerEpochError(KafkalogError, ValueError):
-    """A batch or marker from an older producer epoch than the one already seen."""
-
-    code = 47  # INVALID_PRODUCER_EPOCH
-
-
-class OutOfOrderSequenceError(KafkalogError, ValueError):
-    """A batch whose first sequence does not follow the producer's last one."""
-
-    code = 45  # OUT_OF_ORDER_SEQUENCE_NUMBER
-
-
-class InvalidTxnStateError(KafkalogError, ValueError):
-    """A non-transactional batch from a producer with an open transaction."""
-
-    code = 48  # INVALID_TXN_STATE
-
-
-class TransactionCoordinatorFencedError(KafkalogError, ValueError):
-    """A transaction marker from a coordinator epoch older than the last one seen."""
-
-    code = 52  # TRANSACTION_COORDINATOR_FENCED
 
 
 def end_txn_marker(batch) -> tuple[ControlRecordType, int, Record] | None:
@@ -176,9 +160,7 @@ class ProducerAppendInfo:
                 f"in partition {self.topic_partition}: {coordinator_epoch} (zombie), {current} "
                 f"(current)"
             )
-            if self.origin != AppendOrigin.REPLICATION:
-                raise TransactionCoordinatorFencedError(message, offset=offset)
-            _log.info(message)
+            self._refuse(TransactionCoordinatorFencedError, message, offset, _log.info)
         first = self._updated.current_txn_first_offset
         completed = None
         if first is not None:
@@ -193,6 +175,15 @@ class ProducerAppendInfo:
         )
         return completed
 
+    def _refuse(
+        self, error: type[KafkalogError], message: str, offset: int, log: Callable[[str], None]
+    ) -> None:
+        """Raise ``error`` for an append Kafka refuses; a replica's is only logged (the leader
+        accepted it)."""
+        if self.origin != AppendOrigin.REPLICATION:
+            raise error(message, offset=offset)
+        log(message)
+
     def _check_producer_epoch(self, producer_epoch: int, offset: int) -> None:
         current = self._updated.producer_epoch
         if producer_epoch < current:
@@ -201,9 +192,7 @@ class ProducerAppendInfo:
                 f"{self.topic_partition} is {producer_epoch}, which is smaller than the last seen "
                 f"epoch {current}"
             )
-            if self.origin != AppendOrigin.REPLICATION:
-                raise InvalidProducerEpochError(message, offset=offset)
-            _log.warning(message)
+            self._refuse(InvalidProducerEpochError, message, offset, _log.warning)
 
     def _check_sequence(self, producer_epoch: int, first_seq: int, offset: int) -> None:
         updated, current = self._updated, self.current_entry

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...errors import KafkalogError
+from ...errors import CorruptSnapshotError
 from ...format.crc import crc32c
 from ..datadir import NotRegularFileError, read_bounded_bytes
 from ..errors import CorruptCheckpointError
@@ -46,13 +46,6 @@ _HEADER = struct.Struct(">hIi")  # version, crc, count
 _MAX_SNAPSHOT_BYTES = 256 << 20  # millions of producers' entries: beyond, not a snapshot
 _ENTRY = struct.Struct(">qhiqiqiq")
 _ENTRIES_OFFSET = 6  # where the CRC starts: the count field
-
-
-class CorruptSnapshotError(KafkalogError, ValueError):
-    """A snapshot file that cannot be loaded (Kafka's CorruptSnapshotException): the broker then
-    deletes it and rebuilds producer state from an older snapshot or the log."""
-
-    code = -1  # a KafkaException: UNKNOWN_SERVER_ERROR
 
 
 @dataclass(frozen=True, slots=True, order=True)

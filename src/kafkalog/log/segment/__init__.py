@@ -14,6 +14,8 @@ if TYPE_CHECKING:
     from .file_records import FileRecords, PinnedDescriptor, TimestampAndOffset
     from .log_segment import FetchDataInfo, LogOffsetMetadata, LogSegment, RollParams
     from .offset_index import OffsetIndex, OffsetPosition
+    from .remote_records import RemoteRecords
+    from .remote_segments import open_remote_segments
     from .time_index import TimeIndex
     from .txn_index import ENTRY_SIZE, AbortedTxn, TransactionIndex
     from .valid_prefix import ValidPrefixWalk
@@ -29,6 +31,7 @@ _EXPORTS = {
     "LogSegment": "log_segment",
     "OffsetIndex": "offset_index",
     "OffsetPosition": "offset_index",
+    "RemoteRecords": "remote_records",
     "RollParams": "log_segment",
     "SegmentWalk": "entry_walk",
     "TimeIndex": "time_index",
@@ -41,6 +44,7 @@ _EXPORTS = {
     "record_fields": "fields",
     "walk_append": "append_walk",
     "walk_validated": "append_walk",
+    "open_remote_segments": "remote_segments",
 }
 __all__ = [
     "ENTRY_SIZE",
@@ -52,6 +56,7 @@ __all__ = [
     "OffsetIndex",
     "OffsetPosition",
     "PinnedDescriptor",
+    "RemoteRecords",
     "RollParams",
     "SegmentWalk",
     "TimeIndex",
@@ -61,6 +66,7 @@ __all__ = [
     "configured_capacity",
     "default_cache",
     "keys_and_offsets",
+    "open_remote_segments",
     "record_fields",
     "walk_append",
     "walk_validated",

@@ -14,13 +14,15 @@ CRCs and records are the reader's to check: this walk does not read them.
 
 from __future__ import annotations
 
+import functools
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from ...errors import KafkalogError
 from ...format.constants import COMPRESSION_CODEC_MASK, MAGIC_VALUE_V2
 from ...format.entries import HEADER_PEEK, EntryHeader, Tail, entry_header, zeros_error
 from ...format.offsets_rule import check_batch_header, check_entry_offsets
+from ..storage import RemoteFile, is_remote
 
 __all__ = ["SegmentWalk"]
 
@@ -50,13 +52,19 @@ class SegmentWalk:
         self.error: KafkalogError | None = None
 
     def __iter__(self) -> Iterator[EntryHeader]:
-        fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        if is_remote(self.path):  # an object: the same walk over ranged reads (in blocks)
+            remote = RemoteFile(self.path)
+            fd, pread, size = -1, remote.read_at, remote.size
+        else:
+            remote = None
+            fd = os.open(self.path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+            pread, size = functools.partial(os.pread, fd), lambda: os.fstat(fd).st_size
         try:
-            end = os.fstat(fd).st_size if self.end is None else self.end
+            end = size() if self.end is None else self.end
             self.end = end
             pos, last = self.start, self.previous_last
             while True:
-                head = os.pread(fd, min(HEADER_PEEK, max(end - pos, 0)), pos)
+                head = pread(min(HEADER_PEEK, max(end - pos, 0)), pos)
                 try:
                     header = entry_header(head, 0, end - pos, position_base=pos)
                     if header is not None:
@@ -73,22 +81,25 @@ class SegmentWalk:
                                 position=pos,
                             )
                 except KafkalogError as e:
-                    self._end(fd, pos, end, e.located(path=self.path))
+                    self._end(pread, pos, end, e.located(path=self.path))
                     return
                 if header is None:
-                    self._end(fd, pos, end, None)
+                    self._end(pread, pos, end, None)
                     return
                 pos, last = header.end, header.last_offset
                 self.valid_end, self.last_offset = pos, last
                 yield header
         finally:
-            os.close(fd)
+            if remote is not None:
+                remote.close()
+            else:
+                os.close(fd)
 
-    def _end(self, fd: int, pos: int, end: int, error: KafkalogError | None) -> None:
+    def _end(self, pread, pos: int, end: int, error: KafkalogError | None) -> None:
         self.valid_end = pos
         if pos >= end:
             self.tail = Tail.NONE
-        elif _zeros_to(fd, pos, end):
+        elif _zeros_to(pread, pos, end):
             self.tail = Tail.ZEROS
             self.error = zeros_error(end - pos, pos).located(path=self.path)
         elif error is None:
@@ -103,9 +114,9 @@ class SegmentWalk:
         return self
 
 
-def _zeros_to(fd: int, pos: int, end: int) -> bool:
+def _zeros_to(pread: Callable[[int, int], bytes], pos: int, end: int) -> bool:
     while pos < end:
-        chunk = os.pread(fd, min(_ZERO_CHUNK, end - pos), pos)
+        chunk = pread(min(_ZERO_CHUNK, end - pos), pos)
         if not chunk or chunk.count(0) != len(chunk):
             return False
         pos += len(chunk)

@@ -33,6 +33,7 @@ from ...format.constants import (
     RECORD_BATCH_OVERHEAD,
 )
 from ...format.entries import ENTRY_HEADER, frame_entry
+from ..storage import is_remote
 from .file_cache import CachedFile, FileCache, PinnedFile
 
 __all__ = ["FileRecords", "LogOffsetPosition", "TimestampAndOffset"]
@@ -107,7 +108,17 @@ class FileRecords:
 
     ``end`` is None for a whole file that may grow (its size is read when needed); a slice has a
     fixed end. Positions given to and returned by methods are file positions.
+
+    A URL (``s3://...``) gives a :class:`~kafkalog.log.segment.remote_records.RemoteRecords`:
+    the same reads, by ranges of the object, read-only.
     """
+
+    def __new__(cls, path: str | os.PathLike, *args, **kwargs) -> FileRecords:
+        if cls is FileRecords and is_remote(path):
+            from .remote_records import RemoteRecords
+
+            cls = RemoteRecords
+        return super().__new__(cls)
 
     def __init__(
         self,

@@ -54,6 +54,7 @@ import numpy as np
 from ...errors import CorruptIndexError
 from ..datadir import open_regular_fd
 from ..errors import IndexOffsetOverflowError, InvalidOffsetError
+from ..storage import as_path, is_remote
 from .file_cache import CachedFile, FileCache, default_cache
 from .file_records import PinnedDescriptor
 
@@ -84,7 +85,9 @@ class IndexFile(abc.ABC):
     and following a renamed partition directory."""
 
     def __init__(self, file: str | os.PathLike, *, writable: bool) -> None:
-        self._file = Path(file)
+        self._file = as_path(file)  # a RemotePath in object storage (read-only)
+        if writable and is_remote(self._file):
+            raise PermissionError(f"{self._file}: object storage is only read")
         self._writable = writable
 
     @abc.abstractmethod
@@ -181,6 +184,11 @@ class AbstractIndex(IndexFile):
         mapped on first read, within the process's file budget: see :mod:`.file_cache`).
         True when a writable index had to be created."""
         newly_created = False
+        if is_remote(self._file):  # an object: its entries are read whole, like a local copy
+            data = self._file.read_bytes()
+            self._length = len(data)
+            self._mmap = _IndexCopy(data) if data else None
+            return False
         if not self._writable:
             fd = open_regular_fd(self._file)
         else:
@@ -490,6 +498,13 @@ class AbstractIndex(IndexFile):
                 return np.zeros(0, dtype=np.dtype(fields))
             data = bytes(self._buffer()[: n * self.ENTRY_SIZE])
         return np.frombuffer(data, dtype=np.dtype(fields), count=n)
+
+    def raw_entries(self) -> bytes:
+        """The entries' bytes (a copy), for a caller that takes them whole (a planner reading
+        an index in object storage as hints)."""
+        with self._lock:
+            n = self._entries
+            return bytes(self._buffer()[: n * self.ENTRY_SIZE]) if n else b""
 
     def _first_break(self, values: np.ndarray, *, strict: bool) -> int | None:
         """The first entry whose value is not above (``strict``) or at least the one before."""

@@ -39,6 +39,7 @@ from ..datadir import log_file, offset_index_file, time_index_file, transaction_
 from ..errors import IndexOffsetOverflowError
 from ..partition import LogConfig
 from ..producer import CompletedTxn
+from ..storage import as_path
 from .file_records import FileRecords, LogOffsetPosition, PinnedDescriptor, TimestampAndOffset
 from .offset_index import OffsetIndex, OffsetPosition
 from .time_index import TimeIndex, TimestampOffset
@@ -166,13 +167,13 @@ class LogSegment:
     # -- facts -------------------------------------------------------------------------------------
     @property
     def path(self) -> Path:
-        return Path(self.log.path)
+        return as_path(self.log.path)
 
     def size(self) -> int:
         return self.log.size_in_bytes()
 
     def last_modified(self) -> int:
-        return int(os.stat(self.log.path).st_mtime * 1000)
+        return int(as_path(self.log.path).stat().st_mtime * 1000)
 
     def _max_timestamp_so_far(self) -> TimestampOffset:
         if self._max_so_far is None:

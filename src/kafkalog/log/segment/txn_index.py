@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...errors import CorruptIndexError
+from ..storage import RemoteFile, is_remote
 from .file_cache import CachedFile, FileCache
 from .index import IndexFile
 
@@ -86,7 +87,7 @@ class TransactionIndex(IndexFile):
         self._cache = file_cache
         # The file's descriptor, opened on demand within the process's file budget; None while
         # there is no file (it is created on the first append).
-        self._handle: CachedFile | None = None
+        self._handle: CachedFile | RemoteFile | None = None
         self._last_offset: int | None = None
         if self._file.exists():
             self._open()
@@ -94,7 +95,9 @@ class TransactionIndex(IndexFile):
 
     # -- file handling --------------------------------------------------------------------------
 
-    def _open(self) -> CachedFile:
+    def _open(self) -> CachedFile | RemoteFile:
+        if self._handle is None and is_remote(self._file):  # read by ranges, read-only
+            self._handle = self._file.open_file()
         if self._handle is None:
             flags = os.O_RDWR | os.O_CREAT if self._writable else os.O_RDONLY
             self._handle = CachedFile(self._file, flags, cache=self._cache)
@@ -103,8 +106,18 @@ class TransactionIndex(IndexFile):
     def _size(self) -> int:
         if self._handle is None:
             return 0
+        if isinstance(self._handle, RemoteFile):
+            return self._handle.size()
         with self._handle.use() as fd:
             return os.fstat(fd).st_size
+
+    def _read(self, size: int, position: int) -> bytes:
+        handle = self._handle
+        assert handle is not None
+        if isinstance(handle, RemoteFile):
+            return handle.read_at(size, position)
+        with handle.use() as fd:
+            return os.pread(fd, size, position)
 
     def _check_writable(self, action: str) -> None:
         if not self._writable:
@@ -128,8 +141,7 @@ class TransactionIndex(IndexFile):
         position = 0
         while end - position >= ENTRY_SIZE:
             count = min(_READ_CHUNK_ENTRIES, (end - position) // ENTRY_SIZE)
-            with handle.use() as fd:
-                chunk = os.pread(fd, count * ENTRY_SIZE, position)
+            chunk = self._read(count * ENTRY_SIZE, position)
             for i in range(len(chunk) // ENTRY_SIZE):
                 version, producer_id, first, last, lso = _ENTRY.unpack_from(chunk, i * ENTRY_SIZE)
                 if version != CURRENT_VERSION:
@@ -161,8 +173,7 @@ class TransactionIndex(IndexFile):
         if size < ENTRY_SIZE or self._handle is None:
             return None
         position = (size // ENTRY_SIZE - 1) * ENTRY_SIZE
-        with self._handle.use() as fd:
-            return _ENTRY.unpack(os.pread(fd, ENTRY_SIZE, position))[3]
+        return _ENTRY.unpack(self._read(ENTRY_SIZE, position))[3]
 
     def all_aborted_txns(self) -> list[AbortedTxn]:
         return list(self)

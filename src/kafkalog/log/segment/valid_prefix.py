@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from ...errors import CorruptRecordError, InvalidRecordError, KafkalogError
+from ...errors import CorruptRecordError, InvalidRecordError, KafkalogError, MarkerError
 from ...format.offsets_rule import check_entry_offsets
 from ...format.records import Batch
 from ..producer import end_txn_marker
@@ -32,12 +32,6 @@ if TYPE_CHECKING:
     from .log_segment import LogSegment
 
 __all__ = ["MarkerError", "ValidPrefixWalk", "marker_error"]
-
-
-class MarkerError(KafkalogError, ValueError):
-    """A COMMIT/ABORT marker of a producer that does not decode: no recovery gets past it."""
-
-    code = 87  # INVALID_RECORD
 
 
 class ValidPrefixWalk:

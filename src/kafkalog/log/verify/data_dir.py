@@ -60,6 +60,8 @@ from ..datadir import (
     require_regular_file,
     topic_configs,
 )
+from ..storage import as_path, is_remote
+from ..storage.remote_storage import missing_object
 from .index import check_index_file, check_txn_index
 from .partition import (
     QUORUM_STATE_FILE_NAME,
@@ -71,6 +73,7 @@ from .partition import (
     check_snapshot_file,
     error_text,
     is_segment_name,
+    note_stray_file,
     regular_files,
 )
 from .report import (
@@ -114,8 +117,11 @@ def verify(
     Raises FileNotFoundError when ``path`` does not exist, ValueError for a file kind verify does
     not know; everything wrong *inside* the files is a finding, never an exception.
     """
-    target = Path(path)
-    if not target.is_dir():
+    target = as_path(path)  # a URL: objects, read as the files are
+    if is_remote(target):
+        if not target.exists():
+            raise missing_object(str(target))
+    elif not target.is_dir():
         require_regular_file(target)  # FileNotFoundError, or a FIFO/device/loop: never opened
     sink = FindingSink(on_bytes)
     report = VerifyReport(str(target), deep)
@@ -202,7 +208,7 @@ def _read_checkpoints(
         except KafkalogError as e:
             sink.error("checkpoint-corrupt", path, error_text(e))
         except OSError as e:
-            sink.error("io-error", path, f"cannot read: {e.strerror or e}")
+            sink.io_error(path, e)
     return found
 
 
@@ -262,13 +268,8 @@ def _check_root_files(root: Path, sink: FindingSink, deep: bool) -> None:
             continue
         if path.name == BOOTSTRAP_CHECKPOINT:
             scan_log(path, sink, deep=deep, snapshot=True)
-        elif path.name.endswith(".tmp"):
-            sink.info(
-                "leftover-tmp", path,
-                "a temporary file of an interrupted atomic write; Kafka ignores it",
-            )  # fmt: skip
         else:
-            sink.info("unknown-file", path, "not a file Kafka writes at a data directory's root")
+            note_stray_file(path, sink, "at a data directory's root")
 
 
 def _check_meta_properties(path: Path, sink: FindingSink) -> None:
@@ -278,7 +279,7 @@ def _check_meta_properties(path: Path, sink: FindingSink) -> None:
     except KafkalogError as e:
         sink.error("meta-properties-corrupt", path, error_text(e))
     except OSError as e:
-        sink.error("io-error", path, f"cannot read: {e.strerror or e}")
+        sink.io_error(path, e)
 
 
 def _check_clean_shutdown(path: Path, sink: FindingSink) -> None:
@@ -293,7 +294,7 @@ def _check_clean_shutdown(path: Path, sink: FindingSink) -> None:
             f"clean shutdown)",
         )  # fmt: skip
     except OSError as e:
-        sink.error("io-error", path, f"cannot read: {e.strerror or e}")
+        sink.io_error(path, e)
 
 
 def _check_topic_ids(root: Path, topic_ids: dict, sink: FindingSink) -> None:

@@ -204,7 +204,7 @@ def open_index(kind, path: Path, base: int, sink: FindingSink, code: str, *, act
     try:
         index = kind(path, base, skip_zero_tail=True)
     except OSError as e:
-        sink.error("io-error", path, f"cannot read: {e.strerror or e}")
+        sink.io_error(path, e)
         return None
     sink.files_checked += 1
     try:

@@ -39,6 +39,7 @@ from ..datadir import (
     read_partition_metadata,
 )
 from ..producer import CorruptSnapshotError, read_snapshot
+from ..storage import is_remote
 from .index import check_segment
 from .report import FindingSink, PartitionSummary
 from .segment import LogScan, scan_log
@@ -58,6 +59,7 @@ __all__ = [
     "log_start_before_segments",
     "lost_segments",
     "lost_span",
+    "note_stray_file",
 ]
 
 QUORUM_STATE_FILE_NAME = "quorum-state"
@@ -92,7 +94,7 @@ def check_partition(
     try:
         files = regular_files(directory, sink)
     except OSError as e:
-        sink.error("io-error", directory, f"cannot list the directory: {e.strerror or e}")
+        sink.io_error(directory, e, "cannot list the directory")
         return result
     logs, swaps, indexes, snapshots, others = _classify(files, sink)
     segments = _effective_segments(directory, logs, swaps, sink, deep)
@@ -109,7 +111,7 @@ def check_partition(
                                  active=i == len(bases) - 1, suffix=suffix,
                                  max_message_bytes=context.max_message_bytes)  # fmt: skip
         except OSError as e:
-            sink.error("io-error", path, f"cannot read: {e.strerror or e}")
+            sink.io_error(path, e)
             continue
         if scans:
             _check_adjacent(scans[-1], base, scan, sink)
@@ -144,7 +146,7 @@ def regular_files(directory: Path, sink: FindingSink) -> list[Path]:
     left to the caller."""
     files = []
     for path in sorted(directory.iterdir()):
-        reason = irregular_reason(path)
+        reason = None if is_remote(path) else irregular_reason(path)  # objects are regular
         if reason is None and path.is_dir() and is_segment_name(path.name):
             reason = "not a regular file (a directory)"
         if reason is not None:
@@ -152,6 +154,18 @@ def regular_files(directory: Path, sink: FindingSink) -> list[Path]:
         elif not path.is_dir():
             files.append(path)
     return files
+
+
+def note_stray_file(path: Path, sink: FindingSink, where: str) -> None:
+    """A file Kafka does not write ``where``: a leftover ``.tmp`` of an atomic write (Kafka
+    ignores it), else an unknown file."""
+    if path.name.endswith(".tmp"):
+        sink.info(
+            "leftover-tmp", path,
+            "a temporary file of an interrupted atomic write; Kafka ignores it",
+        )  # fmt: skip
+    else:
+        sink.info("unknown-file", path, f"not a file Kafka writes {where}")
 
 
 def is_segment_name(name: str) -> bool:
@@ -433,7 +447,7 @@ def check_leader_epoch_file(path: Path, sink: FindingSink) -> list:
         sink.error("checkpoint-corrupt", path, error_text(e))
         return []
     except OSError as e:
-        sink.error("io-error", path, f"cannot read: {e.strerror or e}")
+        sink.io_error(path, e)
         return []
     for n, (a, b) in enumerate(itertools.pairwise(entries), start=1):
         if b.epoch <= a.epoch or b.start_offset < a.start_offset or b.start_offset < 0:
@@ -467,7 +481,7 @@ def check_snapshot_file(
         )  # fmt: skip
         return
     except OSError as e:
-        sink.error("io-error", path, f"cannot read: {e.strerror or e}")
+        sink.io_error(path, e)
         return
     if summary is None:
         return
@@ -511,13 +525,8 @@ def _check_others(others: list[Path], sink: FindingSink, deep: bool) -> uuid.UUI
             check_json_file(path, sink, "quorum-state-corrupt")
         elif _is_kraft_snapshot(path, sink):
             continue
-        elif name.endswith(".tmp"):
-            sink.info(
-                "leftover-tmp", path,
-                "a temporary file of an interrupted atomic write; Kafka ignores it",
-            )  # fmt: skip
         else:
-            sink.info("unknown-file", path, "not a file Kafka writes in a partition directory")
+            note_stray_file(path, sink, "in a partition directory")
     for path in others:
         if _kraft_snapshot_name(path) == "complete":
             scan_log(path, sink, deep=deep, snapshot=True)
@@ -558,7 +567,7 @@ def check_partition_metadata(path: Path, sink: FindingSink) -> uuid.UUID | None:
     except KafkalogError as e:
         sink.error("partition-metadata-corrupt", path, error_text(e))
     except OSError as e:
-        sink.error("io-error", path, f"cannot read: {e.strerror or e}")
+        sink.io_error(path, e)
     return None
 
 
@@ -573,6 +582,6 @@ def check_json_file(path: Path, sink: FindingSink, code: str) -> None:
     try:
         read_json_file(path)  # bounded: size, nesting (never RecursionError)
     except OSError as e:
-        sink.error("io-error", path, f"cannot read: {e.strerror or e}")
+        sink.io_error(path, e)
     except KafkalogError as e:
         sink.error(code, path, f"not valid JSON: {error_text(e)}")

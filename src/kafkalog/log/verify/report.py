@@ -20,6 +20,8 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ..json_fields import json_fields
+
 __all__ = [
     "ERROR",
     "INFO",
@@ -49,14 +51,7 @@ class Finding:
     offset: int | None = None  # Kafka offset the finding is about
 
     def to_dict(self) -> dict:
-        return {
-            "severity": self.severity,
-            "code": self.code,
-            "path": self.path,
-            "position": self.position,
-            "offset": self.offset,
-            "message": self.message,
-        }
+        return json_fields(self, ("severity", "code", "path", "position", "offset", "message"))
 
     def __str__(self) -> str:
         where = [self.path]
@@ -85,16 +80,19 @@ class PartitionSummary:
         return os.path.basename(self.path)
 
     def to_dict(self) -> dict:
-        return {
-            "path": self.path,
-            "segments": self.segments,
-            "batches": self.batches,
-            "records": self.records,
-            "logStartOffset": self.log_start_offset,
-            "logEndOffset": self.log_end_offset,
-            "errors": self.errors,
-            "warnings": self.warnings,
-        }
+        return json_fields(
+            self,
+            (
+                "path",
+                "segments",
+                "batches",
+                "records",
+                "log_start_offset",
+                "log_end_offset",
+                "errors",
+                "warnings",
+            ),
+        )
 
 
 @dataclass(slots=True)
@@ -178,6 +176,14 @@ class FindingSink:
 
     def error(self, code: str, path: str | os.PathLike, message: str, **where: int | None) -> None:
         self.add(ERROR, code, path, message, **where)
+
+    def io_error(self, path: str | os.PathLike, error: OSError, doing: str = "cannot read") -> None:
+        """An ``io-error``: what the system (or object storage, with the byte position of the
+        failed read) said."""
+        position = getattr(error, "position", None)
+        detail = getattr(error, "message", None) if position is not None else None
+        self.error("io-error", path, f"{doing}: {detail or error.strerror or error}",
+                   position=position)  # fmt: skip
 
     def warning(
         self, code: str, path: str | os.PathLike, message: str, **where: int | None

@@ -37,6 +37,7 @@ from ...format.offsets_rule import check_batch_header
 from ...format.validate import V2Header
 from ...format.varint import decode_varint
 from ..datadir import open_regular
+from ..storage import as_path, is_remote
 from .report import FindingSink
 from .tail import DEFAULT_MAX_MESSAGE_BYTES, partial_tail_problem
 
@@ -56,7 +57,8 @@ _COLUMNAR_MIN_RECORDS = 16
 
 
 class ReadOnlyMap:
-    """A file's bytes as a memoryview over a read-only mmap (never changes the file)."""
+    """A file's bytes as a memoryview over a read-only mmap (never changes the file), or an
+    object's bytes."""
 
     def __init__(self, path: str | os.PathLike) -> None:
         self._path = path
@@ -64,6 +66,9 @@ class ReadOnlyMap:
         self._view = memoryview(b"")
 
     def __enter__(self) -> memoryview:
+        if is_remote(self._path):  # an object: fetched whole (nothing to map)
+            self._view = memoryview(as_path(self._path).read_bytes())
+            return self._view
         with open_regular(self._path) as f:
             if os.fstat(f.fileno()).st_size:
                 self._mmap = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)

@@ -1,10 +1,10 @@
-"""DescribeConfigs, IncrementalAlterConfigs and the legacy AlterConfigs for topics (and a
-read-only view of the broker). The legacy AlterConfigs replaces a topic's whole set of overrides:
-what it does not name goes back to the default, as Kafka applies it.
+"""DescribeConfigs, IncrementalAlterConfigs and the legacy AlterConfigs for topics and the
+broker (:mod:`.broker_configs`). The legacy AlterConfigs replaces a resource's whole set of
+configs: what it does not name goes back to the default, as Kafka applies it.
 
-Topic configs are the log layer's: Kafka's defaults, overridden per topic (KRaft metadata or the
-data directory's topics file). Sources are Kafka's: TOPIC_CONFIG for an override, DEFAULT_CONFIG
-otherwise; the broker's own settings are STATIC_BROKER_CONFIG, fixed at start.
+Topic configs are the log layer's: Kafka's defaults, then the broker's settings that are topic
+defaults (static, or dynamic for the cluster or this node), overridden per topic (KRaft metadata
+or the data directory's topics file). Sources are Kafka's ConfigSource values.
 """
 
 from __future__ import annotations
@@ -13,10 +13,22 @@ from collections import Counter
 from typing import TYPE_CHECKING
 
 from ...errors import KafkalogError
-from ...log.partition import LOG_CONFIG_DEFS, LogConfig
+from ...log.partition import (
+    DEFAULT_SYNONYMS,
+    LOG_CONFIG_DEFS,
+    LogConfig,
+    broker_synonyms_given,
+)
 from ...protocol import ApiKey
 from .. import error_codes as ec
+from ..dynamic_configs import dynamic_config_names
 from ..handlers import Handler, RequestContext
+from .broker_configs import (
+    alter_broker_configs,
+    broker_config_entries,
+    broker_level_sources,
+    dynamic_configs,
+)
 
 if TYPE_CHECKING:
     from ..broker import Broker
@@ -61,7 +73,7 @@ def describe_topic_configs(
         if (keys is not None and name not in keys) or (name in _HIDDEN and name not in overridden):
             continue
         value = overridden.get(name, _as_string(config[name]))
-        source = TOPIC_CONFIG if name in overridden else DEFAULT_CONFIG
+        source, found = _topic_source(broker, name, config)
         entry = {
             "name": name,
             "value": value,
@@ -71,9 +83,27 @@ def describe_topic_configs(
             "config_type": _CONFIG_TYPES.get(definition.type, 0),
         }
         if synonyms:
-            entry["synonyms"] = [{"name": name, "value": value, "source": source}]
+            entry["synonyms"] = found
         out.append(entry)
     return out
+
+
+def _topic_source(broker: Broker, name: str, config: LogConfig) -> tuple[int, list[dict]]:
+    """A topic config's source and its synonyms, as Kafka lists them: the topic's own value,
+    each broker setting that gives its default at each level it is set, then the broker config
+    whose default it is."""
+    found = []
+    overridden = config.as_strings()
+    if name in overridden:
+        found.append({"name": name, "value": overridden[name], "source": TOPIC_CONFIG})
+    given = broker_synonyms_given(dynamic_configs(broker).effective(), name)
+    for broker_name in given:
+        found.extend(broker_level_sources(broker, broker_name))
+    source = found[0]["source"] if found else DEFAULT_CONFIG
+    if name in DEFAULT_SYNONYMS:
+        broker_name, value = DEFAULT_SYNONYMS[name]
+        found.append({"name": broker_name, "value": value, "source": DEFAULT_CONFIG})
+    return source, found
 
 
 def _broker_configs(broker: Broker, keys: list[str] | None) -> list[dict]:
@@ -93,10 +123,14 @@ def _broker_configs(broker: Broker, keys: list[str] | None) -> list[dict]:
     retention = getattr(broker, "log_retention", None)
     if retention is not None:
         values.update(retention.settings.broker_configs())
+    cleaner = getattr(broker, "log_cleaner", None)
+    if cleaner is not None:
+        values.update(cleaner.settings.broker_configs())
+    dynamic = dynamic_config_names()
     return [
         {"name": k, "value": v, "read_only": True, "config_source": STATIC_BROKER_CONFIG}
         for k, v in values.items()
-        if keys is None or k in keys
+        if (keys is None or k in keys) and k not in dynamic
     ]
 
 
@@ -147,7 +181,11 @@ def handlers(broker: Broker) -> dict[int, Handler]:
                         broker, name, keys=keys, synonyms=request["include_synonyms"]
                     )
             elif kind == BROKER and name in ("", str(broker.node_id)):
-                entry["configs"] = _broker_configs(broker, keys)
+                entry["configs"] = broker_config_entries(
+                    broker, name, keys, request["include_synonyms"]
+                )
+                if name:
+                    entry["configs"] += _broker_configs(broker, keys)
             else:
                 entry.update(error_code=ec.INVALID_REQUEST,
                              error_message=f"Unsupported resource {kind}/{name}")  # fmt: skip
@@ -159,9 +197,14 @@ def handlers(broker: Broker) -> dict[int, Handler]:
         for res in request["resources"]:
             kind, name = res["resource_type"], res["resource_name"]
             entry = {"resource_type": kind, "resource_name": name}
-            if kind != TOPIC:
-                entry.update(error_code=ec.INVALID_REQUEST,
-                             error_message="Only topic configs can be altered")  # fmt: skip
+            if kind == BROKER:
+                code, message = alter_broker_configs(
+                    broker, name, ops=res["configs"], validate_only=request["validate_only"]
+                )
+                entry.update(error_code=code, error_message=message)
+            elif kind != TOPIC:
+                message = "Only topic and broker configs can be altered"
+                entry.update(error_code=ec.INVALID_REQUEST, error_message=message)
             elif name not in broker.log_manager.topics():
                 entry.update(error_code=ec.UNKNOWN_TOPIC_OR_PARTITION,
                              error_message=f"Topic {name} does not exist")  # fmt: skip
@@ -202,8 +245,14 @@ def handlers(broker: Broker) -> dict[int, Handler]:
         for res in wanted:
             kind, name = res["resource_type"], res["resource_name"]
             entry = {"resource_type": kind, "resource_name": name}
-            code, message = _replace_topic_configs(broker, kind, name, res["configs"],
-                                                   request["validate_only"])  # fmt: skip
+            if kind == BROKER:
+                replace = {c["name"]: c["value"] for c in res["configs"]}
+                code, message = alter_broker_configs(
+                    broker, name, replace=replace, validate_only=request["validate_only"]
+                )
+            else:
+                code, message = _replace_topic_configs(broker, kind, name, res["configs"],
+                                                       request["validate_only"])  # fmt: skip
             responses.append({**entry, "error_code": code, "error_message": message})
         return {"responses": responses}
 
@@ -220,7 +269,7 @@ def _replace_topic_configs(
     """One resource of a legacy AlterConfigs: the configs validated as a whole, then the
     topic's existence checked (Kafka's validateAlterConfig order), then the overrides replaced."""
     if kind != TOPIC:
-        return ec.INVALID_REQUEST, "Only topic configs can be altered"
+        return ec.INVALID_REQUEST, "Only topic and broker configs can be altered"
     given = {c["name"]: c["value"] for c in configs}  # a name given twice: the last wins
     new = {k: v for k, v in given.items() if v is not None}
     unknown = [n for n in new if n not in LOG_CONFIG_DEFS]

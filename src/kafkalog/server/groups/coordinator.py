@@ -331,18 +331,26 @@ class GroupCoordinator:
         elif group.is_in(_PREPARING) and group.has_all_members_joined():
             await self._complete_join(group)
 
+    def _member_error(self, req: dict) -> tuple[ClassicGroup | None, int]:
+        """The request's group and the error Kafka's Heartbeat and SyncGroup answer before
+        anything else: an unknown group or member, a dead group, another generation."""
+        group = self.groups.get(req["group_id"])
+        if group is None:
+            return None, UNKNOWN_MEMBER_ID
+        if group.is_in(_DEAD):
+            return group, COORDINATOR_NOT_AVAILABLE
+        error = group.validate_member(req["member_id"], req.get("group_instance_id"))
+        if error:
+            return group, error
+        if req["generation_id"] != group.generation_id:
+            return group, ILLEGAL_GENERATION
+        return group, NONE
+
     async def heartbeat(self, ctx: RequestContext, req: dict) -> dict:
         async with self.lock:
-            group = self.groups.get(req["group_id"])
-            if group is None:
-                return {"error_code": UNKNOWN_MEMBER_ID}
-            if group.is_in(_DEAD):
-                return {"error_code": COORDINATOR_NOT_AVAILABLE}
-            error = group.validate_member(req["member_id"], req.get("group_instance_id"))
-            if error:
+            group, error = self._member_error(req)
+            if error or group is None:
                 return {"error_code": error}
-            if req["generation_id"] != group.generation_id:
-                return {"error_code": ILLEGAL_GENERATION}
             if group.is_in(_EMPTY):
                 return {"error_code": UNKNOWN_MEMBER_ID}
             member = group.members[req["member_id"]]
@@ -356,16 +364,9 @@ class GroupCoordinator:
         member_id = req["member_id"]
         future: asyncio.Future = asyncio.get_running_loop().create_future()
         async with self.lock:
-            group = self.groups.get(req["group_id"])
-            if group is None:
-                return {"error_code": UNKNOWN_MEMBER_ID}
-            if group.is_in(_DEAD):
-                return {"error_code": COORDINATOR_NOT_AVAILABLE}
-            error = group.validate_member(member_id, req.get("group_instance_id"))
-            if error:
+            group, error = self._member_error(req)
+            if error or group is None:
                 return {"error_code": error}
-            if req["generation_id"] != group.generation_id:
-                return {"error_code": ILLEGAL_GENERATION}
             for asked, actual in ((req.get("protocol_type"), group.protocol_type),
                                   (req.get("protocol_name"), group.protocol_name)):  # fmt: skip
                 if asked is not None and actual is not None and asked != actual:

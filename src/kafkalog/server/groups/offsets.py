@@ -11,6 +11,7 @@ and count only once the transaction commits (:class:`~.offsets_store.OffsetsStor
 from __future__ import annotations
 
 from ...errors import KafkalogError
+from ...errors import RequestRefused as _CommitRefused
 from ...format.internal.consumer_offsets_encode import (
     encode_group_metadata_key,
     encode_offset_commit_key,
@@ -36,11 +37,6 @@ from .state import ClassicGroup, GroupState
 __all__ = ["GroupOffsets"]
 
 NO_OFFSET = -1
-
-
-class _CommitRefused(Exception):
-    def __init__(self, code: int) -> None:
-        self.code = code
 
 
 class GroupOffsets:
@@ -134,53 +130,48 @@ class GroupOffsets:
         now = self.coordinator.now()
         retention = req.get("retention_time_ms", -1)
         expire = now + retention if retention is not None and retention >= 0 else None
-        async with self.coordinator.lock:
-            try:
-                group = self._group_for_commit(group_id, generation, ctx.api_version >= 9)
-                self._validate(group, req.get("member_id") or "", req.get("group_instance_id"),
-                               generation, transactional=False)  # fmt: skip
-            except _CommitRefused as refused:
-                return self._response(req, {}, refused.code)
-            errors, accepted = {}, []
-            for topic, partition, value, error in self._offsets_of(req, now, expire):
-                errors[(topic, partition)] = error
-                if value is not None:
-                    accepted.append((topic, partition, value))
-            if accepted:
-                try:
-                    written = await self._write(group_id, accepted)
-                except (KafkalogError, OSError) as e:
-                    code = code_of(e)
-                    return self._response(req, {}, code)
-                for topic, partition, value in written:
-                    self.store.commit(group_id, (topic, partition), value)
-        return self._response(req, errors, NONE)
+        return await self._commit(req, generation, expire, ctx.api_version >= 9)
 
     # -- TxnOffsetCommit ------------------------------------------------------------------------
     async def txn_offset_commit(self, ctx: RequestContext, req: dict) -> dict:
+        producer = (req["producer_id"], req["producer_epoch"])
+        return await self._commit(req, req.get("generation_id", -1), None, False, producer)
+
+    async def _commit(
+        self,
+        req: dict,
+        generation: int,
+        expire: int | None,
+        new_protocol: bool,
+        producer: tuple[int, int] | None = None,
+    ) -> dict:
+        """OffsetCommit, or TxnOffsetCommit for ``producer`` (id, epoch): the group and member
+        checked, each offset checked, the accepted ones written to ``__consumer_offsets`` and
+        then committed (pending until the transaction's marker, for a producer's)."""
         group_id = req["group_id"]
-        generation = req.get("generation_id", -1)
-        producer_id, producer_epoch = req["producer_id"], req["producer_epoch"]
-        now = self.coordinator.now()
         async with self.coordinator.lock:
             try:
-                group = self._group_for_commit(group_id, generation, False)
+                group = self._group_for_commit(group_id, generation, new_protocol)
                 self._validate(group, req.get("member_id") or "", req.get("group_instance_id"),
-                               generation, transactional=True)  # fmt: skip
+                               generation, transactional=producer is not None)  # fmt: skip
             except _CommitRefused as refused:
                 return self._response(req, {}, refused.code)
             errors, accepted = {}, []
-            for topic, partition, value, error in self._offsets_of(req, now, None):
+            for topic, partition, value, error in self._offsets_of(req, self.coordinator.now(),
+                                                                   expire):  # fmt: skip
                 errors[(topic, partition)] = error
                 if value is not None:
                     accepted.append((topic, partition, value))
             if accepted:
                 try:
-                    written = await self._write(group_id, accepted, producer_id, producer_epoch)
+                    written = await self._write(group_id, accepted, *(producer or ()))
                 except (KafkalogError, OSError) as e:
                     return self._response(req, {}, code_of(e))
                 for topic, partition, value in written:
-                    self.store.add_pending(producer_id, group_id, (topic, partition), value)
+                    if producer is None:
+                        self.store.commit(group_id, (topic, partition), value)
+                    else:
+                        self.store.add_pending(producer[0], group_id, (topic, partition), value)
         return self._response(req, errors, NONE)
 
     async def complete_transaction(self, producer_id: int, partition: int, commit: bool) -> None:

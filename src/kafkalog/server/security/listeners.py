@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ...errors import ListenerError
+
 __all__ = [
     "SECURITY_PROTOCOLS",
     "Listener",
@@ -19,10 +21,6 @@ __all__ = [
 ]
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-
-
-class ListenerError(ValueError):
-    """A listener, advertised listener or protocol map that cannot be read."""
 
 
 @dataclass(frozen=True)

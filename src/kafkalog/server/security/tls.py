@@ -13,13 +13,11 @@ import ssl
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ...errors import TlsError
+
 __all__ = ["CLIENT_AUTH", "TlsError", "TlsSettings", "peer_principal", "server_context"]
 
 CLIENT_AUTH = ("none", "requested", "required")
-
-
-class TlsError(ValueError):
-    """TLS settings that cannot make a server context (missing or unreadable files)."""
 
 
 @dataclass

@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from ...errors import KafkalogError
+from ...errors import RequestRefused as _Refused
 from ...format.builder import build_end_txn_marker_batch
 from ...format.constants import ControlRecordType
 from ...log.datadir import TopicPartition
@@ -70,11 +71,6 @@ class TransactionConfig:
     offsets_topic_partitions: int = 50  # where AddOffsetsToTxn finds a group's partition
     transactional_id_expiration_ms: int = 7 * 24 * 3_600_000  # transactional.id.expiration.ms
     remove_expired_interval_ms: int = 3_600_000  # ...remove.expired.transaction.cleanup.interval
-
-
-class _Refused(Exception):
-    def __init__(self, code: int) -> None:
-        self.code = code
 
 
 class TransactionCoordinator:

@@ -136,6 +136,41 @@ def _read32(buf, pos: int, end: int, field: int) -> tuple[int, int]:
     return _varint(buf, pos, end, 5, field)
 
 
+def _record_head(buf, pos: int, end: int) -> tuple[int, ...]:
+    """A v2 record's framing up to its headers, checked as record.py checks it (both walkers
+    read records alike): (length, body end, timestamp delta, offset delta, key length, key
+    position, value length, value position, header count, the headers' position); ``pos`` is the
+    record's."""
+    length, p = _read32(buf, pos, end, A.F_RECORD_LENGTH)
+    body_end = p + length
+    if length < 0 or body_end > end:
+        raise _err(A.E_RECORD_SIZE_OVERRUN, pos, length, end - p)
+    if length < 6:
+        raise _err(A.E_RECORD_SIZE_SMALL, pos, length)
+    b = buf[p + 1]  # after the (unused) attributes byte
+    if b < 0x80:
+        ts_delta, p = (b >> 1) ^ -(b & 1), p + 2
+    else:
+        ts_delta, p = _varint(buf, p + 1, body_end, 10, A.F_TIMESTAMP_DELTA)
+    offset_delta, p = _read32(buf, p, body_end, A.F_OFFSET_DELTA)
+    k_len, p = _read32(buf, p, body_end, A.F_KEY_LENGTH)
+    k_pos = p
+    if k_len >= 0:  # Kafka reads any negative size as null
+        if p + k_len > body_end:
+            raise _err(A.E_KEY_OVERRUN, p, k_len, body_end - p)
+        p += k_len
+    v_len, p = _read32(buf, p, body_end, A.F_VALUE_LENGTH)
+    v_pos = p
+    if v_len >= 0:
+        if p + v_len > body_end:
+            raise _err(A.E_VALUE_OVERRUN, p, v_len, body_end - p)
+        p += v_len
+    h_count, p = _read32(buf, p, body_end, A.F_HEADER_COUNT)
+    if h_count < 0:
+        raise _err(A.E_HEADERS_NEGATIVE, p, h_count)
+    return length, body_end, ts_delta, offset_delta, k_len, k_pos, v_len, v_pos, h_count, p
+
+
 def _sequence(base_sequence: int, delta: int) -> int:
     if base_sequence < 0:
         return -1
@@ -184,37 +219,9 @@ def _records_v2(
     pos = start
     for _ in range(count):
         record_start = pos
-        b = buf[pos] if pos < end else 0x80
-        if b < 0x80:
-            length, pos = (b >> 1) ^ -(b & 1), pos + 1
-        else:
-            length, pos = _varint(buf, pos, end, 5, A.F_RECORD_LENGTH)
-        body_end = pos + length
-        if length < 0 or body_end > end:
-            raise _err(A.E_RECORD_SIZE_OVERRUN, record_start, length, end - pos)
-        if length < 6:
-            raise _err(A.E_RECORD_SIZE_SMALL, record_start, length)
-        b = buf[pos + 1]  # after the (unused) attributes byte
-        if b < 0x80:
-            ts_delta, pos = (b >> 1) ^ -(b & 1), pos + 2
-        else:
-            ts_delta, pos = _varint(buf, pos + 1, body_end, 10, A.F_TIMESTAMP_DELTA)
-        offset_delta, pos = _read32(buf, pos, body_end, A.F_OFFSET_DELTA)
-        k_len, pos = _read32(buf, pos, body_end, A.F_KEY_LENGTH)
-        k_pos = pos
-        if k_len >= 0:  # Kafka reads any negative size as null
-            if pos + k_len > body_end:
-                raise _err(A.E_KEY_OVERRUN, pos, k_len, body_end - pos)
-            pos += k_len
-        v_len, pos = _read32(buf, pos, body_end, A.F_VALUE_LENGTH)
-        v_pos = pos
-        if v_len >= 0:
-            if pos + v_len > body_end:
-                raise _err(A.E_VALUE_OVERRUN, pos, v_len, body_end - pos)
-            pos += v_len
-        h_count, pos = _read32(buf, pos, body_end, A.F_HEADER_COUNT)
-        if h_count < 0:
-            raise _err(A.E_HEADERS_NEGATIVE, pos, h_count)
+        (length, body_end, ts_delta, offset_delta, k_len, k_pos, v_len, v_pos, h_count, pos) = (
+            _record_head(buf, pos, end)
+        )
         offset = base_offset + offset_delta
         if offset < _I64_MIN:
             offset = _wrap64(offset)
@@ -701,33 +708,11 @@ def _validate_v2(
     pos = start
     for i in range(count):
         record_start = pos
-        length, pos = _read32(buf, pos, end, A.F_RECORD_LENGTH)
-        body_end = pos + length
-        if length < 0 or body_end > end:
-            raise _err(A.E_RECORD_SIZE_OVERRUN, record_start, length, end - pos)
-        if length < 6:
-            raise _err(A.E_RECORD_SIZE_SMALL, record_start, length)
-        b = buf[pos + 1]  # after the (unused) attributes byte
-        if b < 0x80:
-            ts_delta, pos = (b >> 1) ^ -(b & 1), pos + 2
-        else:
-            ts_delta, pos = _varint(buf, pos + 1, body_end, 10, A.F_TIMESTAMP_DELTA)
-        offset_delta, pos = _read32(buf, pos, body_end, A.F_OFFSET_DELTA)
-        k_len, pos = _read32(buf, pos, body_end, A.F_KEY_LENGTH)
-        if k_len >= 0:  # Kafka reads any negative size as null
-            if pos + k_len > body_end:
-                raise _err(A.E_KEY_OVERRUN, pos, k_len, body_end - pos)
-            pos += k_len
-        else:
+        (length, body_end, ts_delta, offset_delta, k_len, _, _, _, h_count, pos) = _record_head(
+            buf, pos, end
+        )
+        if k_len < 0:
             null_keys += 1
-        v_len, pos = _read32(buf, pos, body_end, A.F_VALUE_LENGTH)
-        if v_len >= 0:
-            if pos + v_len > body_end:
-                raise _err(A.E_VALUE_OVERRUN, pos, v_len, body_end - pos)
-            pos += v_len
-        h_count, pos = _read32(buf, pos, body_end, A.F_HEADER_COUNT)
-        if h_count < 0:
-            raise _err(A.E_HEADERS_NEGATIVE, pos, h_count)
         if h_count * 2 > body_end - pos:
             raise _err(A.E_HEADERS_TOO_MANY, pos, h_count, body_end - pos)
         for _ in range(h_count):

@@ -376,35 +376,37 @@ static inline uint64_t load64(const uint8_t *p) {
     return v;
 }
 
+/* Rounds of three interleaved streams of `stream` bytes while three are left (the crc32
+ * instruction's latency hidden behind two more), each round's CRCs joined by `zeros` (the shift
+ * over `stream` zero bytes); inlined so that `stream` stays a constant. */
+__attribute__((target("sse4.2"), always_inline)) static inline uint64_t
+crc32c_rounds(uint64_t c, const uint8_t **pp, Py_ssize_t *np, Py_ssize_t stream,
+              const uint32_t zeros[4][256]) {
+    const uint8_t *p = *pp;
+    Py_ssize_t n = *np;
+    while (n >= 3 * stream) {
+        uint64_t c1 = 0, c2 = 0;
+        for (const uint8_t *end = p + stream; p < end; p += 8) {
+            c = _mm_crc32_u64(c, load64(p));
+            c1 = _mm_crc32_u64(c1, load64(p + stream));
+            c2 = _mm_crc32_u64(c2, load64(p + 2 * stream));
+        }
+        c = zeros_shift(zeros, (uint32_t)c) ^ (uint32_t)c1;
+        c = zeros_shift(zeros, (uint32_t)c) ^ (uint32_t)c2;
+        p += 2 * stream;
+        n -= 3 * stream;
+    }
+    *pp = p;
+    *np = n;
+    return c;
+}
+
 /* CRC-32C state update with the crc32 instruction: three streams per round while the data lasts,
  * then one. */
 __attribute__((target("sse4.2"))) static uint32_t crc32c_sse42(uint32_t c32, const uint8_t *p,
                                                                Py_ssize_t n) {
-    uint64_t c = c32;
-    while (n >= 3 * STREAM_LONG) {
-        uint64_t c1 = 0, c2 = 0;
-        for (const uint8_t *end = p + STREAM_LONG; p < end; p += 8) {
-            c = _mm_crc32_u64(c, load64(p));
-            c1 = _mm_crc32_u64(c1, load64(p + STREAM_LONG));
-            c2 = _mm_crc32_u64(c2, load64(p + 2 * STREAM_LONG));
-        }
-        c = zeros_shift(zeros_long, (uint32_t)c) ^ (uint32_t)c1;
-        c = zeros_shift(zeros_long, (uint32_t)c) ^ (uint32_t)c2;
-        p += 2 * STREAM_LONG;
-        n -= 3 * STREAM_LONG;
-    }
-    while (n >= 3 * STREAM_SHORT) {
-        uint64_t c1 = 0, c2 = 0;
-        for (const uint8_t *end = p + STREAM_SHORT; p < end; p += 8) {
-            c = _mm_crc32_u64(c, load64(p));
-            c1 = _mm_crc32_u64(c1, load64(p + STREAM_SHORT));
-            c2 = _mm_crc32_u64(c2, load64(p + 2 * STREAM_SHORT));
-        }
-        c = zeros_shift(zeros_short, (uint32_t)c) ^ (uint32_t)c1;
-        c = zeros_shift(zeros_short, (uint32_t)c) ^ (uint32_t)c2;
-        p += 2 * STREAM_SHORT;
-        n -= 3 * STREAM_SHORT;
-    }
+    uint64_t c = crc32c_rounds(c32, &p, &n, STREAM_LONG, zeros_long);
+    c = crc32c_rounds(c, &p, &n, STREAM_SHORT, zeros_short);
     for (; n >= 8; p += 8, n -= 8) c = _mm_crc32_u64(c, load64(p));
     for (; n > 0; n--) c = _mm_crc32_u8((uint32_t)c, *p++);
     return (uint32_t)c;

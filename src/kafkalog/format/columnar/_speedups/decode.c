@@ -16,6 +16,26 @@ int kl_get_bytes(PyObject *obj, Py_buffer *view) {
     return PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS);
 }
 
+int kl_int_args(const char *name, PyObject *const *args, Py_ssize_t nargs, Py_ssize_t want,
+                Py_ssize_t first, long long *v, int n) {
+    if (nargs != want) {
+        PyErr_Format(PyExc_TypeError, "%s takes %zd arguments", name, want);
+        return -1;
+    }
+    for (int i = 0; i < n; i++) v[i] = PyLong_AsLongLong(args[first + i]);
+    return PyErr_Occurred() ? -1 : 0;
+}
+
+SinkObject *kl_sink_args(const char *name, PyObject *const *args, Py_ssize_t nargs,
+                         Py_ssize_t want, long long *v, int n) {
+    if (nargs == want && !PyObject_TypeCheck(args[0], &kl_SinkType)) {
+        PyErr_Format(PyExc_TypeError, "%s needs a Sink", name);
+        return NULL;
+    }
+    if (kl_int_args(name, args, nargs, want, 2, v, n) < 0) return NULL;
+    return (SinkObject *)args[0];
+}
+
 static void Sink_dealloc(SinkObject *self) {
     for (int i = 0; i < self->nviews; i++) PyBuffer_Release(&self->views[i]);
     Py_XDECREF(self->arrays);
@@ -362,18 +382,9 @@ PyObject *kl_decode_entries(PyObject *mod, PyObject *const *args, Py_ssize_t nar
 }
 
 PyObject *kl_decode_records_v2(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 14) {
-        PyErr_SetString(PyExc_TypeError, "decode_records_v2 takes 14 arguments");
-        return NULL;
-    }
-    if (!PyObject_TypeCheck(args[0], &kl_SinkType)) {
-        PyErr_SetString(PyExc_TypeError, "decode_records_v2 needs a Sink");
-        return NULL;
-    }
-    SinkObject *s = (SinkObject *)args[0];
     long long v[12];
-    for (int i = 0; i < 12; i++) v[i] = PyLong_AsLongLong(args[i + 2]);
-    if (PyErr_Occurred()) return NULL;
+    SinkObject *s = kl_sink_args("decode_records_v2", args, nargs, 14, v, 12);
+    if (s == NULL) return NULL;
     if (v[0] < 0 || v[0] > INT32_MAX || v[11] < INT32_MIN || v[11] > INT32_MAX) {
         PyErr_SetString(PyExc_ValueError, "decode_records_v2: count or lastOffsetDelta out of range");
         return NULL;
@@ -402,18 +413,9 @@ PyObject *kl_decode_records_v2(PyObject *mod, PyObject *const *args, Py_ssize_t 
 }
 
 PyObject *kl_decode_legacy_set(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 9) {
-        PyErr_SetString(PyExc_TypeError, "decode_legacy_set takes 9 arguments");
-        return NULL;
-    }
-    if (!PyObject_TypeCheck(args[0], &kl_SinkType)) {
-        PyErr_SetString(PyExc_TypeError, "decode_legacy_set needs a Sink");
-        return NULL;
-    }
-    SinkObject *s = (SinkObject *)args[0];
     long long v[7];
-    for (int i = 0; i < 7; i++) v[i] = PyLong_AsLongLong(args[i + 2]);
-    if (PyErr_Occurred()) return NULL;
+    SinkObject *s = kl_sink_args("decode_legacy_set", args, nargs, 9, v, 7);
+    if (s == NULL) return NULL;
     Py_buffer in;
     if (kl_get_bytes(args[1], &in) < 0) return NULL;
     result_t r = {END, 0, 0, 0, 0, 0, 0};

@@ -58,13 +58,8 @@ static int64_t decompress_block(PyObject *decompress_into, const uint8_t *b, Py_
 }
 
 PyObject *kl_lz4_blocks(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 10) {
-        PyErr_SetString(PyExc_TypeError, "lz4_blocks takes 10 arguments");
-        return NULL;
-    }
     long long v[7];
-    for (int i = 0; i < 7; i++) v[i] = PyLong_AsLongLong(args[i + 1]);
-    if (PyErr_Occurred()) return NULL;
+    if (kl_int_args("lz4_blocks", args, nargs, 10, 1, v, 7) < 0) return NULL;
     const long long pos0 = v[0], checksum = v[1], trailer = v[2], max_block = v[3];
     const long long max_size = v[4], expansion = v[5], slack = v[6];
     if (pos0 < 0 || checksum < 0 || trailer < 0 || max_block < 0 || max_size < 0 ||

@@ -180,6 +180,70 @@ static inline void copy_bytes(uint8_t *dst, const uint8_t *src, size_t n) {
         (dst) = (int64_t)(z_ >> 1) ^ -(int64_t)(z_ & 1);                                 \
     } while (0)
 
+/* One nullable item (len < 0: null) of a binary column at `row`: its bytes at *used (of cap),
+ * its end at offsets[row + 1], its validity (written from the column's first null on, *nulls
+ * counting them). 0, or nothing written and the size to grow the data to (`rest`: the input bytes
+ * left, which bound what this buffer can still add). */
+static inline __attribute__((always_inline)) int64_t put_item(uint8_t *data, int64_t *used,
+                                                              Py_ssize_t cap, uint8_t *valid,
+                                                              int64_t *nulls, int32_t *offsets,
+                                                              int64_t row, const uint8_t *src,
+                                                              int64_t len, int64_t rest) {
+    if (len >= 0) {
+        if (*used + len > cap) return *used + rest;
+        copy_bytes(data + *used, src, (size_t)len);
+        *used += len;
+        if (*nulls) valid[row] = 1;
+    } else {
+        if (!*nulls) memset(valid, 1, (size_t)row);
+        valid[row] = 0;
+        (*nulls)++;
+    }
+    offsets[row + 1] = (int32_t)*used;
+    return 0;
+}
+
+/* A v2 record's framing up to its headers, checked as record.py checks it (kl_records_v2 and
+ * kl_validate_v2 walk records alike): *at is the record's start, then its headers'. */
+typedef struct {
+    int64_t length, ts_delta, offset_delta, k_len, v_len, h_count;
+    Py_ssize_t body_end, k_pos, v_pos;
+} record_head_t;
+
+static inline __attribute__((always_inline)) int read_record_head(const uint8_t *b,
+                                                                  Py_ssize_t *at, Py_ssize_t end,
+                                                                  record_head_t *h, result_t *r) {
+    Py_ssize_t pos = *at;
+    const Py_ssize_t record_start = pos;
+    READ_VARINT(h->length, end, 5, F_RECORD_LENGTH);
+    if (h->length < 0 || h->length > (int64_t)(end - pos))
+        FAIL(E_RECORD_SIZE_OVERRUN, record_start, h->length, end - pos, 0);
+    const Py_ssize_t body_end = pos + (Py_ssize_t)h->length;
+    if (h->length < 6) FAIL(E_RECORD_SIZE_SMALL, record_start, h->length, 0, 0);
+    pos += 1; /* attributes: unused */
+    READ_VARINT(h->ts_delta, body_end, 10, F_TIMESTAMP_DELTA);
+    READ_VARINT(h->offset_delta, body_end, 5, F_OFFSET_DELTA);
+    READ_VARINT(h->k_len, body_end, 5, F_KEY_LENGTH);
+    h->k_pos = pos;
+    if (h->k_len >= 0) { /* Kafka reads any negative size as null */
+        if (h->k_len > (int64_t)(body_end - pos))
+            FAIL(E_KEY_OVERRUN, pos, h->k_len, body_end - pos, 0);
+        pos += (Py_ssize_t)h->k_len;
+    }
+    READ_VARINT(h->v_len, body_end, 5, F_VALUE_LENGTH);
+    h->v_pos = pos;
+    if (h->v_len >= 0) {
+        if (h->v_len > (int64_t)(body_end - pos))
+            FAIL(E_VALUE_OVERRUN, pos, h->v_len, body_end - pos, 0);
+        pos += (Py_ssize_t)h->v_len;
+    }
+    READ_VARINT(h->h_count, body_end, 5, F_HEADER_COUNT);
+    if (h->h_count < 0) FAIL(E_HEADERS_NEGATIVE, pos, h->h_count, 0, 0);
+    h->body_end = body_end;
+    *at = pos;
+    return 0;
+}
+
 /* count items of ``width`` bytes (1, 2, 4 or 8), each a copy of ``item``, from dst, 64 bytes a
  * step. */
 static void fill_items(void *dst, const void *item, size_t width, int64_t count) {
@@ -329,30 +393,12 @@ static inline __attribute__((always_inline)) int walk_v2(SinkObject *s, const ui
         prefetch_output(o_vd + vu, 576);
         prefetch_output(o_hvd + hvu, 256);
         if (bt->crc) follow(state, bt->crc, b, pos);
-        int64_t length, ts_delta, offset_delta, k_len, v_len, h_count;
-        READ_VARINT(length, end, 5, F_RECORD_LENGTH);
-        if (length < 0 || length > (int64_t)(end - pos))
-            FAIL(E_RECORD_SIZE_OVERRUN, record_start, length, end - pos, 0);
-        Py_ssize_t body_end = pos + (Py_ssize_t)length;
-        if (length < 6) FAIL(E_RECORD_SIZE_SMALL, record_start, length, 0, 0);
-        pos += 1; /* attributes: unused */
-        READ_VARINT(ts_delta, body_end, 10, F_TIMESTAMP_DELTA);
-        READ_VARINT(offset_delta, body_end, 5, F_OFFSET_DELTA);
-        READ_VARINT(k_len, body_end, 5, F_KEY_LENGTH);
-        Py_ssize_t k_pos = pos;
-        if (k_len >= 0) { /* Kafka reads any negative size as null */
-            if (k_len > (int64_t)(body_end - pos)) FAIL(E_KEY_OVERRUN, pos, k_len, body_end - pos, 0);
-            pos += (Py_ssize_t)k_len;
-        }
-        READ_VARINT(v_len, body_end, 5, F_VALUE_LENGTH);
-        Py_ssize_t v_pos = pos;
-        if (v_len >= 0) {
-            if (v_len > (int64_t)(body_end - pos))
-                FAIL(E_VALUE_OVERRUN, pos, v_len, body_end - pos, 0);
-            pos += (Py_ssize_t)v_len;
-        }
-        READ_VARINT(h_count, body_end, 5, F_HEADER_COUNT);
-        if (h_count < 0) FAIL(E_HEADERS_NEGATIVE, pos, h_count, 0, 0);
+        record_head_t head;
+        if (read_record_head(b, &pos, end, &head, r)) return -1;
+        const int64_t length = head.length, ts_delta = head.ts_delta;
+        const int64_t offset_delta = head.offset_delta, k_len = head.k_len, v_len = head.v_len;
+        const int64_t h_count = head.h_count;
+        const Py_ssize_t body_end = head.body_end, k_pos = head.k_pos, v_pos = head.v_pos;
         int64_t offset = wadd(bt->base_offset, offset_delta);
         int keep = offset >= bt->start_off && offset < bt->end_off;
         if (h_count) {
@@ -416,17 +462,9 @@ static inline __attribute__((always_inline)) int walk_v2(SinkObject *s, const ui
                         hku += utf8_replace(b + hk_pos, (Py_ssize_t)hk_len, o_hkd + hku);
                     }
                     o_hko[nh + 1] = (int32_t)hku;
-                    if (hv_len >= 0) {
-                        if (hvu + hv_len > hvcap) GROW(GROW_HVAL_DATA, hvu + (end - hv_pos));
-                        copy_bytes(o_hvd + hvu, b + hv_pos, (size_t)hv_len);
-                        hvu += hv_len;
-                        if (hv_nulls) o_hvv[nh] = 1;
-                    } else {
-                        if (!hv_nulls) memset(o_hvv, 1, (size_t)nh);
-                        o_hvv[nh] = 0;
-                        hv_nulls++;
-                    }
-                    o_hvo[nh + 1] = (int32_t)hvu;
+                    int64_t grow = put_item(o_hvd, &hvu, hvcap, o_hvv, &hv_nulls, o_hvo, nh,
+                                            b + hv_pos, hv_len, end - hv_pos);
+                    if (grow) GROW(GROW_HVAL_DATA, grow);
                     nh++;
                 }
             }
@@ -442,28 +480,11 @@ static inline __attribute__((always_inline)) int walk_v2(SinkObject *s, const ui
             FAIL(E_RECORD_OFFSET, record_start, offset_delta, prev_delta, last_delta);
         prev_delta = offset_delta;
         if (!keep) continue;
-        if (k_len >= 0) {
-            if (ku + k_len > kcap) GROW(GROW_KEY_DATA, ku + (end - k_pos));
-            copy_bytes(o_kd + ku, b + k_pos, (size_t)k_len);
-            ku += k_len;
-            if (k_nulls) o_kv[n] = 1;
-        } else {
-            if (!k_nulls) memset(o_kv, 1, (size_t)n);
-            o_kv[n] = 0;
-            k_nulls++;
-        }
-        o_ko[n + 1] = (int32_t)ku;
-        if (v_len >= 0) {
-            if (vu + v_len > vcap) GROW(GROW_VALUE_DATA, vu + (end - v_pos));
-            copy_bytes(o_vd + vu, b + v_pos, (size_t)v_len);
-            vu += v_len;
-            if (v_nulls) o_vv[n] = 1;
-        } else {
-            if (!v_nulls) memset(o_vv, 1, (size_t)n);
-            o_vv[n] = 0;
-            v_nulls++;
-        }
-        o_vo[n + 1] = (int32_t)vu;
+        int64_t grow = put_item(o_kd, &ku, kcap, o_kv, &k_nulls, o_ko, n, b + k_pos, k_len,
+                                end - k_pos);
+        if (grow) GROW(GROW_KEY_DATA, grow);
+        grow = put_item(o_vd, &vu, vcap, o_vv, &v_nulls, o_vo, n, b + v_pos, v_len, end - v_pos);
+        if (grow) GROW(GROW_VALUE_DATA, grow);
         o_ho[n + 1] = (int32_t)nh;
         o_off[n] = offset;
         o_ts[n] = log_append ? bt->max_ts : wadd(bt->base_ts, ts_delta);
@@ -555,30 +576,12 @@ int kl_validate_v2(const uint8_t *b, Py_ssize_t start, Py_ssize_t end, int64_t c
     Py_ssize_t pos = start;
     for (int64_t i = 0; i < count; i++) {
         Py_ssize_t record_start = pos;
-        int64_t length, ts_delta, offset_delta, k_len, v_len, h_count;
-        READ_VARINT(length, end, 5, F_RECORD_LENGTH);
-        if (length < 0 || length > (int64_t)(end - pos))
-            FAIL(E_RECORD_SIZE_OVERRUN, record_start, length, end - pos, 0);
-        Py_ssize_t body_end = pos + (Py_ssize_t)length;
-        if (length < 6) FAIL(E_RECORD_SIZE_SMALL, record_start, length, 0, 0);
-        pos += 1; /* attributes: unused */
-        READ_VARINT(ts_delta, body_end, 10, F_TIMESTAMP_DELTA);
-        READ_VARINT(offset_delta, body_end, 5, F_OFFSET_DELTA);
-        READ_VARINT(k_len, body_end, 5, F_KEY_LENGTH);
-        if (k_len >= 0) { /* Kafka reads any negative size as null */
-            if (k_len > (int64_t)(body_end - pos)) FAIL(E_KEY_OVERRUN, pos, k_len, body_end - pos, 0);
-            pos += (Py_ssize_t)k_len;
-        } else {
-            null_keys++;
-        }
-        READ_VARINT(v_len, body_end, 5, F_VALUE_LENGTH);
-        if (v_len >= 0) {
-            if (v_len > (int64_t)(body_end - pos))
-                FAIL(E_VALUE_OVERRUN, pos, v_len, body_end - pos, 0);
-            pos += (Py_ssize_t)v_len;
-        }
-        READ_VARINT(h_count, body_end, 5, F_HEADER_COUNT);
-        if (h_count < 0) FAIL(E_HEADERS_NEGATIVE, pos, h_count, 0, 0);
+        record_head_t head;
+        if (read_record_head(b, &pos, end, &head, r)) return -1;
+        const int64_t length = head.length, ts_delta = head.ts_delta;
+        const int64_t offset_delta = head.offset_delta, h_count = head.h_count;
+        const Py_ssize_t body_end = head.body_end;
+        if (head.k_len < 0) null_keys++;
         if (h_count) {
             if (h_count * 2 > (int64_t)(body_end - pos))
                 FAIL(E_HEADERS_TOO_MANY, pos, h_count, body_end - pos, 0);
@@ -615,13 +618,8 @@ int kl_validate_v2(const uint8_t *b, Py_ssize_t start, Py_ssize_t end, int64_t c
 }
 
 PyObject *kl_validate_records_v2(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 8) {
-        PyErr_SetString(PyExc_TypeError, "validate_records_v2 takes 8 arguments");
-        return NULL;
-    }
     long long v[7];
-    for (int i = 0; i < 7; i++) v[i] = PyLong_AsLongLong(args[i + 1]);
-    if (PyErr_Occurred()) return NULL;
+    if (kl_int_args("validate_records_v2", args, nargs, 8, 1, v, 7) < 0) return NULL;
     Py_buffer in;
     if (kl_get_bytes(args[0], &in) < 0) return NULL;
     if (v[0] < 0 || v[0] > v[1] || v[1] > in.len || v[2] < 0 || v[2] > INT32_MAX) {

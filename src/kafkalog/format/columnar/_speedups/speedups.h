@@ -195,6 +195,14 @@ void kl_legacy_set(SinkObject *s, const uint8_t *b, Py_ssize_t end, int64_t wrap
 extern PyTypeObject kl_SinkType, kl_SourceType;
 PyObject *kl_result_tuple(const result_t *r);
 int kl_get_bytes(PyObject *obj, Py_buffer *view);
+/* A kernel's call checked: `want` arguments, of which the `n` from args[first] are integers (into
+ * v); -1 with a TypeError (or the conversion's error) set when not. */
+int kl_int_args(const char *name, PyObject *const *args, Py_ssize_t nargs, Py_ssize_t want,
+                Py_ssize_t first, long long *v, int n);
+/* The same for a decoding kernel: args[0] is the Sink (returned, NULL on error), args[1] the
+ * input and the `n` integers follow. */
+SinkObject *kl_sink_args(const char *name, PyObject *const *args, Py_ssize_t nargs,
+                         Py_ssize_t want, long long *v, int n);
 PyObject *kl_decode_entries(PyObject *mod, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kl_decode_records_v2(PyObject *mod, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kl_decode_legacy_set(PyObject *mod, PyObject *const *args, Py_ssize_t nargs);

@@ -24,6 +24,8 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  *  "headers": [[K, B64|null], ...]}       a record (topic defaults to --topic)
  * {"op": "begin"} {"op": "commit"} {"op": "abort"}   transactions (needs a transactional id)
  * {"op": "flush"}                          send what is buffered and wait for the acks
+ * {"op": "halt"}                           flush, print the acks and end the JVM at once, without
+ *                                          closing the producer: an open transaction stays open
  * {"op": "producer", "configs": {k: v}, "transactionalId": ID|null}
  *                                          close the producer and go on with a new one, made
  *                                          with the command line's configs and these
@@ -119,6 +121,13 @@ public final class RefProducer {
                         case "flush":
                             producer.flush();
                             drain(false);
+                            break;
+                        case "halt":
+                            producer.flush();
+                            drain(false);
+                            System.out.print(acks);
+                            System.out.flush();
+                            Runtime.getRuntime().halt(0);
                             break;
                         default: throw new IllegalArgumentException("unknown op " + op);
                     }

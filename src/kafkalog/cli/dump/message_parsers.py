@@ -9,16 +9,16 @@ kafka-dump-log would crash on or bury in its output.
 The internal-topic texts follow Kafka 4.1/4.2: keys ``{"type":"<record type>","data":{...}}``,
 values ``{"version":"<v>","data":{...}}``, tombstones ``<DELETE>``, KRaft records
 ``{"type":"TOPIC_RECORD","version":0,"data":{...}}``; only the fields Kafka writes at the
-record's version (:mod:`.dump_kafka_json`).
+record's version (:mod:`.kafka_json`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import InvalidRecordError, KafkalogError
-from ..format.constants import ControlRecordType
-from ..format.internal import (
+from ...errors import InvalidRecordError, KafkalogError
+from ...format.constants import ControlRecordType
+from ...format.internal import (
     DecodedMessage,
     decode_consumer_offsets_key,
     decode_consumer_offsets_value,
@@ -29,16 +29,16 @@ from ..format.internal import (
     decode_transaction_log_key,
     decode_transaction_log_value,
 )
-from ..format.internal import _group_schemas as group_schemas
-from ..format.internal import consumer_offsets as offsets_module
-from ..format.internal import control as control_module
-from ..format.internal import metadata as metadata_module
-from ..format.internal.result import BYTE_ERRORS
-from ..format.internal.transaction_state import TRANSACTION_LOG_VALUE, TRANSACTION_STATUSES
-from ..format.message import Message, read_message
-from ..format.record import Record
-from .dump_kafka_json import java_json, kafka_json, metadata_type_name
-from .value_decoders import ValueDecodeError, decoder, shown
+from ...format.internal import _group_schemas as group_schemas
+from ...format.internal import consumer_offsets as offsets_module
+from ...format.internal import control as control_module
+from ...format.internal import metadata as metadata_module
+from ...format.internal.result import BYTE_ERRORS
+from ...format.internal.transaction_state import TRANSACTION_LOG_VALUE, TRANSACTION_STATUSES
+from ...format.message import Message, read_message
+from ...format.record import Record
+from ..value_decoders import ValueDecodeError, decoder, shown
+from .kafka_json import java_json, kafka_json, metadata_type_name
 
 __all__ = ["Parsed", "PayloadParser", "control_json", "make_parser"]
 

@@ -1,31 +1,35 @@
-"""What every kind of ``kafkalog dump`` shares: options, output, errors and the closing reports.
+"""What every kind of ``kafkalog dump`` shares: the options, one file's output and its errors.
 
-kafka-dump-log collects index mismatches, time index problems and non-consecutive offsets while
-it dumps, and prints them on stderr after the last file; :class:`DumpReports` does the same, with
-its exact lines. Problems kafka-dump-log would crash on are reported as they are met instead, as
-``Error in FILE at position P (offset O): MESSAGE`` on stderr (text) or ``error`` objects (JSON).
+Problems kafka-dump-log would crash on are reported as they are met, as ``Error in FILE at
+position P (offset O): MESSAGE`` on stderr (text) or ``error`` objects (JSON); what kafka-dump-log
+reports after the last file goes to :class:`.reports.DumpReports`.
 """
 
 from __future__ import annotations
 
-import json
 import mmap
 import os
 import sys
 from dataclasses import dataclass, field
 from typing import TextIO
 
-from ..errors import KafkalogError
-from ..log.datadir import offset_from_file_name, open_regular
-from ..log.errors import InvalidFileNameError
-from .dump_payload import PayloadParser
-from .progress import Progress
+from ...errors import KafkalogError
+from ...log.datadir import offset_from_file_name, open_regular
+from ...log.errors import InvalidFileNameError
+from ..output import write_json
+from ..progress import Progress
+from ..remote import is_url
+from .message_parsers import PayloadParser
+from .reports import DumpReports
 
 __all__ = [
+    "DEFAULT_MAX_MESSAGE_SIZE",
+    "LEFTOVER_SUFFIXES",
     "DumpOptions",
-    "DumpReports",
     "FileDump",
-    "java_absolute_path",
+    "SegmentFileDump",
+    "file_exists",
+    "file_size",
     "open_buffer",
     "optional_long",
     "segment_start_offset",
@@ -33,6 +37,8 @@ __all__ = [
 
 
 DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024  # kafka-dump-log's --max-message-size
+# What a clean, a swap or a deletion appends to a segment's file names (kafka-dump-log ignores it).
+LEFTOVER_SUFFIXES = (".deleted", ".cleaned", ".swap")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -51,52 +57,6 @@ class DumpOptions:
     parser: PayloadParser = field(default_factory=PayloadParser)
 
 
-def java_absolute_path(path: str) -> str:
-    """``File.getAbsolutePath()``: joined to the working directory, not normalised."""
-    return path if os.path.isabs(path) else os.path.join(os.getcwd(), path)
-
-
-class DumpReports:
-    """kafka-dump-log's end-of-run reports on stderr, in its order and with its lines."""
-
-    def __init__(self) -> None:
-        self.index_mismatches: dict[str, list[tuple[int, int]]] = {}
-        self.time_mismatches: dict[str, list[tuple[int, int]]] = {}
-        self.time_out_of_order: dict[str, list[tuple[int, int]]] = {}
-        self.time_not_found: dict[str, list[tuple[int, int]]] = {}
-        self.non_consecutive: dict[str, list[tuple[int, int]]] = {}
-
-    @staticmethod
-    def add(table: dict[str, list[tuple[int, int]]], path: str, pair: tuple[int, int]) -> None:
-        table.setdefault(java_absolute_path(path), []).append(pair)
-
-    def write(self, err: TextIO) -> None:
-        # Index mismatches newest first (a TreeMap in reverse order in 4.3+, a Scala List
-        # prepended to before); offset gaps in ascending order (4.3+'s TreeMap).
-        for name, pairs in self.index_mismatches.items():
-            err.write(f"Mismatches in :{name}\n")
-            for index_offset, log_offset in reversed(pairs):
-                err.write(f"  Index offset: {index_offset}, log offset: {log_offset}\n")
-        for name, pairs in self.time_mismatches.items():
-            err.write(f"Found timestamp mismatch in :{name}\n")
-            for index_ts, log_ts in pairs:
-                err.write(f"  Index timestamp: {index_ts}, log timestamp: {log_ts}\n")
-        for name, pairs in self.time_out_of_order.items():
-            err.write(f"Found out of order timestamp in :{name}\n")
-            for index_ts, previous in pairs:
-                err.write(
-                    f"  Index timestamp: {index_ts}, Previously indexed timestamp: {previous}\n"
-                )
-        for name, pairs in self.time_not_found.items():
-            err.write(f"The following indexed offsets are not found in :{name}\n")  # 4.3+
-            for indexed, found in pairs:
-                err.write(f"Indexed offset: {indexed}, found log offset: {found}\n")
-        for name, pairs in self.non_consecutive.items():
-            err.write(f"Non-consecutive offsets in {name}\n")
-            for first, second in sorted(pairs):  # 4.3+: a TreeMap (3.9-4.2 newest first)
-                err.write(f"  {first} is followed by {second}\n")
-
-
 class FileDump:
     """One file's dump: writes text lines or JSON objects and keeps the errors met."""
 
@@ -108,7 +68,7 @@ class FileDump:
         self.out: TextIO = sys.stdout
 
     def emit(self, obj: dict) -> None:
-        self.out.write(json.dumps(obj, separators=(",", ":"), ensure_ascii=False) + "\n")
+        write_json(obj, self.out)
 
     def line(self, text: str) -> None:
         self.out.write(text + "\n")
@@ -140,14 +100,51 @@ class FileDump:
         raise NotImplementedError
 
 
+class SegmentFileDump(FileDump):
+    """A file named by its segment's base offset; ends with an ``indexSummary`` in JSON."""
+
+    entries = 0
+
+    def base_offset(self) -> int | None:
+        base = segment_start_offset(os.path.basename(self.path))
+        if base is None:
+            self.error(KafkalogError("the file name does not start with a segment base offset"))
+        return base
+
+    def summary(self) -> None:
+        if self.options.json:
+            self.emit(
+                {
+                    "type": "indexSummary",
+                    "entries": self.entries,
+                    "error": self.errors[0].message if self.errors else None,
+                }
+            )
+
+    def trailing_bytes(self, size: int, entry_size: int) -> None:
+        extra = size % entry_size
+        if extra:
+            self.error(
+                KafkalogError(
+                    f"{extra} bytes after the last whole {entry_size}-byte entry",
+                    position=size - extra,
+                )
+            )
+
+
 class open_buffer:
-    """The file's bytes as a read-only memoryview over an mmap (empty files as an empty view)."""
+    """The file's bytes as a read-only memoryview over an mmap (empty files as an empty view);
+    an object's bytes, fetched (object storage has nothing to map)."""
 
     def __init__(self, path: str) -> None:
         self._path = path
         self._mmap: mmap.mmap | None = None
 
     def __enter__(self) -> memoryview:
+        if is_url(self._path):  # an object: fetched whole, as the dump reads it whole
+            from ...log.storage import as_path
+
+            return memoryview(as_path(self._path).read_bytes())
         with open_regular(self._path) as f:
             size = os.fstat(f.fileno()).st_size
             if size == 0:
@@ -161,6 +158,24 @@ class open_buffer:
                 self._mmap.close()
             except BufferError:
                 pass  # a view is still referenced (an exception traceback); the GC unmaps it
+
+
+def file_size(path: str) -> int:
+    """The size of a file or an object (a URL is never given to ``os``)."""
+    if is_url(path):
+        from ...log.storage import as_path
+
+        return as_path(path).stat().st_size
+    return os.path.getsize(path)
+
+
+def file_exists(path: str) -> bool:
+    """Whether a file or an object exists."""
+    if is_url(path):
+        from ...log.storage import as_path
+
+        return as_path(path).exists()
+    return os.path.exists(path)
 
 
 def optional_long(value: int | None) -> str:

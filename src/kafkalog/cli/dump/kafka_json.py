@@ -21,8 +21,8 @@ import math
 import re
 import uuid
 
-from ..format.internal import uuid_to_kafka_string
-from ..format.message import Field, Message
+from ...format.internal import uuid_to_kafka_string
+from ...format.message import Field, Message
 
 __all__ = ["java_json", "kafka_json", "metadata_type_name"]
 

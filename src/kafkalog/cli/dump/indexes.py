@@ -1,38 +1,34 @@
-"""Dumps of a segment's other files: ``.index``, ``.timeindex``, ``.txnindex``, ``.snapshot``.
+"""Dumps of a segment's indexes: ``.index``, ``.timeindex``, ``.txnindex``.
 
 Text lines and checks are kafka-dump-log's (DumpLogSegments.dumpIndex, dumpTimeIndex,
-dumpTxnIndex, dumpProducerIdSnapshot, Kafka 3.9-4.2): index entries are checked against the
-segment's ``.log`` and mismatches reported on stderr after the last file; ``--verify-index-only``
-checks without printing entries; ``--index-sanity-check`` runs only the check a broker runs at
-startup to decide whether to rebuild an index. Where kafka-dump-log would crash (a missing
-``.log``, an entry pointing past the end of the log, a corrupt snapshot's stack trace) the problem
-is reported and the dump goes on.
+dumpTxnIndex, Kafka 3.9-4.2): index entries are checked against the segment's ``.log`` and
+mismatches reported on stderr after the last file; ``--verify-index-only`` checks without printing
+entries; ``--index-sanity-check`` runs only the check a broker runs at startup to decide whether to
+rebuild an index. Where kafka-dump-log would crash (a missing ``.log``, an entry pointing past the
+end of the log) the problem is reported and the dump goes on.
 """
 
 from __future__ import annotations
 
 import os
 
-from ..errors import CorruptIndexError, KafkalogError
-from ..format import Batch, RecordsScan
-from ..format.constants import NO_TIMESTAMP
-from ..log.datadir import open_regular
-from ..log.producer import CorruptSnapshotError, ProducerStateEntry, decode_snapshot
-from ..log.segment import ENTRY_SIZE as TXN_ENTRY_SIZE
-from ..log.segment import OffsetIndex, TimeIndex, TransactionIndex
-from .dump_common import FileDump, open_buffer, optional_long, segment_start_offset
-from .dump_log import records_of
-from .progress import Progress
+from ...errors import CorruptIndexError, KafkalogError
+from ...format import Batch, RecordsScan
+from ...format.constants import NO_TIMESTAMP
+from ...log.segment import ENTRY_SIZE as TXN_ENTRY_SIZE
+from ...log.segment import OffsetIndex, TimeIndex, TransactionIndex
+from ..progress import Progress
+from .columnar import records_of
+from .file_dump import (
+    LEFTOVER_SUFFIXES,
+    SegmentFileDump,
+    file_exists,
+    file_size,
+    open_buffer,
+    segment_start_offset,
+)
 
-__all__ = [
-    "OffsetIndexDump",
-    "ProducerSnapshotDump",
-    "TimeIndexDump",
-    "TxnIndexDump",
-    "sibling",
-]
-
-LEFTOVER_SUFFIXES = (".deleted", ".cleaned", ".swap")
+__all__ = ["OffsetIndexDump", "TimeIndexDump", "TxnIndexDump", "sibling"]
 
 
 def sibling(path: str, suffix: str) -> str:
@@ -44,31 +40,16 @@ def sibling(path: str, suffix: str) -> str:
     for leftover in LEFTOVER_SUFFIXES:
         if name.endswith(leftover):
             twin = os.path.join(directory, stem + suffix + leftover)
-            if os.path.exists(twin):
+            if file_exists(twin):
                 return twin
     return os.path.join(directory, stem + suffix)
 
 
-class _SegmentFileDump(FileDump):
-    """A file named by its segment's base offset; ends with an ``indexSummary`` in JSON."""
+class _MappedIndexDump(SegmentFileDump):
+    """An ``.index`` or ``.timeindex``: its entries (or only the sanity check), each checked
+    against the segment's ``.log``, then a summary."""
 
-    entries = 0
-
-    def base_offset(self) -> int | None:
-        base = segment_start_offset(os.path.basename(self.path))
-        if base is None:
-            self.error(KafkalogError("the file name does not start with a segment base offset"))
-        return base
-
-    def summary(self) -> None:
-        if self.options.json:
-            self.emit(
-                {
-                    "type": "indexSummary",
-                    "entries": self.entries,
-                    "error": self.errors[0].message if self.errors else None,
-                }
-            )
+    INDEX: type[OffsetIndex] | type[TimeIndex]
 
     def mismatch(
         self,
@@ -101,23 +82,6 @@ class _SegmentFileDump(FileDump):
         if not self.options.json:
             self.line(f"{self.path} passed sanity check.")
 
-    def trailing_bytes(self, size: int, entry_size: int) -> None:
-        extra = size % entry_size
-        if extra:
-            self.error(
-                KafkalogError(
-                    f"{extra} bytes after the last whole {entry_size}-byte entry",
-                    position=size - extra,
-                )
-            )
-
-
-class _MappedIndexDump(_SegmentFileDump):
-    """An ``.index`` or ``.timeindex``: its entries (or only the sanity check), each checked
-    against the segment's ``.log``, then a summary."""
-
-    INDEX: type[OffsetIndex] | type[TimeIndex]
-
     def dump(self, progress: Progress) -> None:
         base = self.base_offset()
         if base is None:
@@ -130,7 +94,7 @@ class _MappedIndexDump(_SegmentFileDump):
                 self.sanity_check(index)
             else:
                 self._entries(index, base)
-        progress.advance(os.path.getsize(self.path))
+        progress.advance(file_size(self.path))
         self.summary()
 
     def _said_empty(self, index: OffsetIndex | TimeIndex) -> bool:
@@ -143,7 +107,7 @@ class _MappedIndexDump(_SegmentFileDump):
     def _log_to_check(self) -> str:
         """The segment's ``.log``, or "" (reported) when it does not exist."""
         log_path = sibling(self.path, ".log")
-        if not os.path.exists(log_path):
+        if not file_exists(log_path):
             self.error(KafkalogError(f"entries not checked: {log_path} does not exist"))
             return ""
         return log_path
@@ -213,7 +177,7 @@ class OffsetIndexDump(_MappedIndexDump):
                     )
                 else:
                     self.line(f"offset: {entry.offset} position: {entry.position}")
-        self.trailing_bytes(os.path.getsize(self.path), 8)
+        self.trailing_bytes(file_size(self.path), 8)
 
     def _check(self, log: memoryview, i: int, offset: int, position: int) -> int | None:
         batch, problem = _first_batch(log, position)
@@ -263,7 +227,7 @@ class TimeIndexDump(_MappedIndexDump):
         log_path = self._log_to_check() if index.entries != 0 else ""
         if log_path:
             index_path = sibling(self.path, ".index")
-            if os.path.exists(index_path):
+            if file_exists(index_path):
                 offset_index = OffsetIndex(index_path, base, skip_zero_tail=True)
         previous = NO_TIMESTAMP
         try:
@@ -295,7 +259,7 @@ class TimeIndexDump(_MappedIndexDump):
         finally:
             if offset_index is not None:
                 offset_index.close()
-        self.trailing_bytes(os.path.getsize(self.path), 12)
+        self.trailing_bytes(file_size(self.path), 12)
 
     def _entry(self, i: int, timestamp: int, offset: int, found: tuple | None) -> None:
         if not self.options.json:
@@ -327,24 +291,16 @@ class TimeIndexDump(_MappedIndexDump):
                 self._resume = (candidate.position, previous_last)
                 break
             previous_last = candidate.last_offset
-        if batch is None:
+        if batch is None or batch.last_offset != offset:
+            found = -1 if batch is None else batch.last_offset
             self.entry_mismatch(
                 i,
-                f"Indexed offset: {offset}, found log offset: -1",
+                f"Indexed offset: {offset}, found log offset: {found}",
                 self.reports.time_not_found,
-                (offset, -1),
+                (offset, found),
                 offset,
             )
-            return None
-        if batch.last_offset != offset:
-            self.entry_mismatch(
-                i,
-                f"Indexed offset: {offset}, found log offset: {batch.last_offset}",
-                self.reports.time_not_found,
-                (offset, batch.last_offset),
-                offset,
-            )
-            return batch.last_offset, None
+            return None if batch is None else (found, None)
         try:
             max_timestamp = max((r.timestamp for r in records_of(batch)), default=NO_TIMESTAMP)
         except KafkalogError as e:
@@ -371,7 +327,7 @@ class TimeIndexDump(_MappedIndexDump):
         return batch.last_offset, max_timestamp
 
 
-class TxnIndexDump(_SegmentFileDump):
+class TxnIndexDump(SegmentFileDump):
     """``.txnindex``: one line per aborted transaction."""
 
     def dump(self, progress: Progress) -> None:
@@ -400,64 +356,6 @@ class TxnIndexDump(_SegmentFileDump):
             except CorruptIndexError as e:
                 self.error(e)
             else:
-                self.trailing_bytes(os.path.getsize(self.path), TXN_ENTRY_SIZE)
-        progress.advance(os.path.getsize(self.path))
+                self.trailing_bytes(file_size(self.path), TXN_ENTRY_SIZE)
+        progress.advance(file_size(self.path))
         self.summary()
-
-
-class ProducerSnapshotDump(_SegmentFileDump):
-    """``.snapshot``: one line per producer, as kafka-dump-log 3.9/4.x prints it."""
-
-    def dump(self, progress: Progress) -> None:
-        with open_regular(self.path) as f:
-            data = f.read()
-        progress.advance(len(data))
-        try:
-            entries = decode_snapshot(data, path=self.path)
-        except CorruptSnapshotError as e:
-            self.error(e)
-            entries = []
-        self.entries = len(entries)
-        for entry in entries:
-            if self.options.json:
-                self.emit(producer_entry_object(entry))
-            else:
-                self.line(producer_entry_line(entry))
-        self.summary()
-
-
-def producer_entry_line(entry: ProducerStateEntry) -> str:
-    """kafka-dump-log's line (Kafka 4.3+: no space after lastTimestamp without a batch)."""
-    line = (
-        f"producerId: {entry.producer_id} producerEpoch: {entry.producer_epoch} "
-        f"coordinatorEpoch: {entry.coordinator_epoch} "
-        f"currentTxnFirstOffset: {optional_long(entry.current_txn_first_offset)} "
-        f"lastTimestamp: {entry.last_timestamp}"
-    )
-    if entry.batch_metadata:
-        batch = entry.batch_metadata[0]
-        line += (
-            " "
-            f"firstSequence: {batch.first_seq} lastSequence: {batch.last_seq} "
-            f"lastOffset: {batch.last_offset} offsetDelta: {batch.offset_delta} "
-            f"timestamp: {batch.timestamp}"
-        )
-    return line
-
-
-def producer_entry_object(entry: ProducerStateEntry) -> dict:
-    """The ``producerEntry`` object of the JSON contract (docs/cli.md)."""
-    batch = entry.batch_metadata[0] if entry.batch_metadata else None
-    return {
-        "type": "producerEntry",
-        "producerId": entry.producer_id,
-        "producerEpoch": entry.producer_epoch,
-        "coordinatorEpoch": entry.coordinator_epoch,
-        "currentTxnFirstOffset": entry.current_txn_first_offset,
-        "lastTimestamp": entry.last_timestamp,
-        "firstSequence": None if batch is None else batch.first_seq,
-        "lastSequence": None if batch is None else batch.last_seq,
-        "lastOffset": None if batch is None else batch.last_offset,
-        "offsetDelta": None if batch is None else batch.offset_delta,
-        "timestamp": None if batch is None else batch.timestamp,
-    }

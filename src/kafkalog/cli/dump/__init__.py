@@ -6,8 +6,9 @@ reported on stderr instead, and the dump goes on. ``--json`` writes one object p
 documented in docs/cli.md: readers ignore unknown types and fields; fields are only ever added,
 never renamed, removed or retyped.
 
-The work per kind of file lives in :mod:`.dump_log` (segments, KRaft snapshots),
-:mod:`.dump_index` (indexes, producer snapshots) and :mod:`.dump_payload` (key and value decoders).
+The work per kind of file lives in :mod:`.segments` (segments, KRaft snapshots), :mod:`.indexes`
+and :mod:`.producer_snapshots`; what a batch or record prints as in :mod:`.batches` (through
+:mod:`.columnar` for whole batches), the key and value decoders in :mod:`.message_parsers`.
 """
 
 from __future__ import annotations
@@ -16,23 +17,21 @@ import argparse
 import os
 import sys
 
-from ..errors import EXIT_IO, EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, KafkalogError
-from ..log.datadir import require_regular_file
-from .dump_common import DEFAULT_MAX_MESSAGE_SIZE, DumpOptions, DumpReports, FileDump
-from .dump_index import (
-    LEFTOVER_SUFFIXES,
-    OffsetIndexDump,
-    ProducerSnapshotDump,
-    TimeIndexDump,
-    TxnIndexDump,
-)
-from .dump_log import LogDump
-from .dump_payload import make_parser
-from .operate import command_parser
-from .progress import Progress, add_quiet_flag, total_bytes
-from .value_decoders import DECODER_NAMES
+from ...errors import EXIT_IO, EXIT_OK, EXIT_PROBLEMS, EXIT_USAGE, KafkalogError, UsageError
+from ...log.datadir import require_regular_file
+from ..arguments import add_json_flag
+from ..failures import os_error_text, report
+from ..progress import Progress, add_quiet_flag, total_bytes
+from ..remote import check_urls, is_url
+from ..value_decoders import DECODER_NAMES
+from .file_dump import DEFAULT_MAX_MESSAGE_SIZE, LEFTOVER_SUFFIXES, DumpOptions, FileDump
+from .indexes import OffsetIndexDump, TimeIndexDump, TxnIndexDump
+from .message_parsers import make_parser
+from .producer_snapshots import ProducerSnapshotDump
+from .reports import DumpReports
+from .segments import LogDump
 
-__all__ = ["add_parser", "file_kind", "run"]
+__all__ = ["DESCRIPTION", "EXAMPLES", "SUMMARY", "add_arguments", "file_kind", "run"]
 
 # What each file name suffix holds, and who dumps it.
 KINDS: dict[str, tuple[str, type[FileDump]]] = {
@@ -44,6 +43,13 @@ KINDS: dict[str, tuple[str, type[FileDump]]] = {
     ".snapshot": ("producer-snapshot", ProducerSnapshotDump),
 }
 
+SUMMARY = "print the contents of Kafka's log files, like kafka-dump-log"
+DESCRIPTION = (
+    "Print the contents of Kafka's log files, as kafka-dump-log does: segments "
+    "(.log and the .swap/.cleaned/.deleted leftovers), KRaft snapshots (.checkpoint, "
+    "bootstrap.checkpoint), offset and time indexes (.index, .timeindex, checked against "
+    "their .log), transaction indexes (.txnindex) and producer snapshots (.snapshot)."
+)
 EXAMPLES = """\
 examples:
   kafkalog dump /var/lib/kafka/orders-0/00000000000000000000.log
@@ -58,18 +64,10 @@ exit status: 0 clean, 1 data problems found, 2 usage error, 3 I/O error
 """
 
 
-def add_parser(commands) -> None:
-    parser = command_parser(
-        commands,
-        "dump",
-        summary="print the contents of Kafka's log files, like kafka-dump-log",
-        description="Print the contents of Kafka's log files, as kafka-dump-log does: segments "
-        "(.log and the .swap/.cleaned/.deleted leftovers), KRaft snapshots (.checkpoint, "
-        "bootstrap.checkpoint), offset and time indexes (.index, .timeindex, checked against "
-        "their .log), transaction indexes (.txnindex) and producer snapshots (.snapshot).",
-        epilog=EXAMPLES,
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "paths", nargs="*", metavar="FILE", help="files to dump (paths, or s3://... URLs)"
     )
-    parser.add_argument("paths", nargs="*", metavar="FILE", help="files to dump")
     parser.add_argument(
         "--files", default="", metavar="A,B", help="comma-separated files (as kafka-dump-log)"
     )
@@ -135,9 +133,8 @@ def add_parser(commands) -> None:
             metavar="NAME",
             help=f"show {part}s as {', '.join(DECODER_NAMES)}",
         )
-    parser.add_argument("--json", action="store_true", help="one JSON object per line")
+    add_json_flag(parser)
     add_quiet_flag(parser)
-    parser.set_defaults(run=run)
 
 
 def _positive_int(text: str) -> int:
@@ -161,14 +158,23 @@ def file_kind(name: str) -> tuple[str, type[FileDump]] | None:
     return None if dot < 0 else KINDS.get(name[dot:])
 
 
-def options_of(args: argparse.Namespace) -> DumpOptions:
-    decoded = bool(
-        args.offsets_decoder
-        or args.transaction_log_decoder
-        or args.cluster_metadata_decoder
-        or args.key_decoder
-        or args.value_decoder
+def _is_dir(path: str) -> bool:
+    if is_url(path):
+        from ...log.storage import as_path
+
+        return as_path(path).is_dir()
+    return os.path.isdir(path)
+
+
+def _internal_decoder(args: argparse.Namespace) -> bool:
+    """Whether one of the internal topics' decoders was chosen (they exclude the others)."""
+    return bool(
+        args.offsets_decoder or args.transaction_log_decoder or args.cluster_metadata_decoder
     )
+
+
+def options_of(args: argparse.Namespace) -> DumpOptions:
+    decoded = bool(_internal_decoder(args) or args.key_decoder or args.value_decoder)
     print_data = args.print_data_log or decoded
     return DumpOptions(
         deep=args.deep_iteration or print_data,
@@ -193,23 +199,30 @@ def options_of(args: argparse.Namespace) -> DumpOptions:
 def run(args: argparse.Namespace) -> int:
     files = list(args.paths) + [f for f in args.files.split(",") if f]
     if not files:
-        print("kafkalog dump: no files given (positional FILE or --files)", file=sys.stderr)
+        report("dump", "no files given (positional FILE or --files)")
         return EXIT_USAGE
-    directories = [path for path in files if os.path.isdir(path)]
+    try:
+        check_urls(files)
+        directories = [path for path in files if _is_dir(path)]
+    except UsageError as e:
+        report("dump", e)
+        return EXIT_USAGE
+    except OSError as e:
+        report("dump", os_error_text(e))
+        return EXIT_IO
     if directories:
-        print(
-            f"kafkalog dump: {directories[0]} is a directory; dump reads files (give them, e.g. "
+        report(
+            "dump",
+            f"{directories[0]} is a directory; dump reads files (give them, e.g. "
             f"{os.path.join(directories[0], '*.log')}), 'kafkalog verify' or 'kafkalog stats' "
             f"read whole directories",
-            file=sys.stderr,
         )
         return EXIT_USAGE
-    internal = args.offsets_decoder or args.transaction_log_decoder or args.cluster_metadata_decoder
-    if internal and (args.key_decoder or args.value_decoder):
-        print(
-            "kafkalog dump: --key-decoder/--value-decoder cannot be combined with "
+    if _internal_decoder(args) and (args.key_decoder or args.value_decoder):
+        report(
+            "dump",
+            "--key-decoder/--value-decoder cannot be combined with "
             "--offsets-decoder, --transaction-log-decoder or --cluster-metadata-decoder",
-            file=sys.stderr,
         )
         return EXIT_USAGE
     options = options_of(args)
@@ -231,7 +244,8 @@ def run(args: argparse.Namespace) -> int:
             if options.json:
                 dumper.emit({"type": "file", "path": path, "kind": name})
             try:
-                require_regular_file(path)  # a FIFO would block the open: never opened
+                if not is_url(path):  # an object is never a FIFO
+                    require_regular_file(path)  # a FIFO would block the open: never opened
                 dumper.dump(progress)
             except BrokenPipeError:
                 raise
@@ -244,14 +258,14 @@ def run(args: argparse.Namespace) -> int:
                 continue
             except OSError as e:
                 out.flush()
-                where = e.filename or path  # an index's .log, when that is what failed
-                print(f"kafkalog dump: {where}: {e.strerror or e}", file=sys.stderr)
+                report("dump", os_error_text(e, path))  # e's file: an index's .log, perhaps
                 if options.json:
                     message = f"{e.strerror or e}"
                     if e.filename and e.filename != path:
                         message = f"{e.filename}: {message}"
+                    position = getattr(e, "position", None)  # an object's failed read
                     dumper.emit(
-                        {"type": "error", "position": None, "offset": None, "message": message}
+                        {"type": "error", "position": position, "offset": None, "message": message}
                     )
                 status = max(status, EXIT_IO)
                 continue

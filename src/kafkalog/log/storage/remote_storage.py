@@ -1,0 +1,189 @@
+"""Which filesystem serves a URL, and how its calls are retried and their failures named.
+
+``s3://bucket/prefix`` gets a ``pyarrow.fs.S3FileSystem`` built here, so that its retry strategy
+and timeouts are bounded (a dropped connection or a 503 SlowDown is retried; a dead endpoint
+fails in bounded time instead of hanging a task). Credentials come from the AWS SDK's usual
+chain (``AWS_ACCESS_KEY_ID``/``AWS_SECRET_ACCESS_KEY``/``AWS_SESSION_TOKEN``, ``AWS_PROFILE``
+and the shared config files, instance and container roles); the endpoint from
+``AWS_ENDPOINT_URL_S3`` or ``AWS_ENDPOINT_URL``; the region from ``AWS_REGION`` or
+``AWS_DEFAULT_REGION``. Other schemes (``gs://``, ``abfss://``, ``hdfs://``) go to
+``pyarrow.fs.FileSystem.from_uri`` with their own SDK's chains. A URL holds no credentials and
+no parameters (both are refused): it travels in plans, logs and errors, and to every executor,
+which finds the same environment.
+
+Every call goes through :func:`retrying`: transient failures (an ``OSError`` that is not a
+missing object or a refusal) are tried again a bounded number of times with a growing pause,
+on top of the SDK's own retries; what still fails is a :class:`RemoteStorageError` naming the
+object's URL and the byte position, as a local file's errors name its path and position.
+"""
+
+from __future__ import annotations
+
+import errno
+import functools
+import os
+import threading
+import time
+from collections.abc import Callable
+from typing import TypeVar
+from urllib.parse import urlsplit
+
+from ...errors import RemoteStorageError
+
+__all__ = [
+    "ATTEMPTS",
+    "RemoteStorageError",
+    "filesystem_for",
+    "missing_object",
+    "retrying",
+    "split_url",
+]
+
+T = TypeVar("T")
+
+# Our attempts per call (each one the SDK's own attempts): bounded, whatever the environment.
+_configured = os.environ.get("KAFKALOG_REMOTE_ATTEMPTS", "").strip()
+ATTEMPTS = max(1, min(20, int(_configured))) if _configured.isdigit() else 4
+SDK_ATTEMPTS = 3
+FIRST_PAUSE = 0.05  # seconds; doubled after each failed attempt, at most MAX_PAUSE
+MAX_PAUSE = 1.0
+CONNECT_TIMEOUT = 5.0
+REQUEST_TIMEOUT = 30.0
+SCHEMES = ("s3", "gs", "gcs", "abfs", "abfss", "hdfs", "viewfs")
+
+
+def split_url(url: str) -> tuple[str, str, str, str]:
+    """(scheme, authority, path without slashes at the ends, query) of a storage URL; refuses
+    credentials in it (they would be logged and planned with it)."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    if scheme not in SCHEMES:
+        raise ValueError(f"unsupported storage URL scheme {scheme!r} (supported: {SCHEMES})")
+    if parts.password is not None or (scheme in ("s3", "gs", "gcs") and parts.username):
+        raise ValueError(
+            f"credentials in a storage URL ({scheme}://{parts.hostname or ''}/...) are refused: "
+            f"a URL is written into plans, logs and errors; give them through the environment "
+            f"(AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, AWS_PROFILE, the SDK's config files)"
+        )
+    if parts.query or parts.fragment:
+        raise ValueError(
+            f"parameters in a storage URL ({scheme}://{parts.hostname or ''}/...?...) are not "
+            f"supported: set the endpoint and region in the environment (AWS_ENDPOINT_URL, "
+            f"AWS_REGION) or the SDK's config files"
+        )
+    if not parts.netloc:
+        raise ValueError(f"storage URL {scheme}://{parts.path} names no bucket or host")
+    return scheme, parts.netloc, parts.path.strip("/"), ""
+
+
+_lock = threading.Lock()
+
+
+@functools.lru_cache(maxsize=64)
+def _filesystem(scheme: str, authority: str, environment: tuple):
+    from pyarrow import fs
+
+    if scheme == "s3":
+        endpoint, region = environment
+        kwargs: dict = {
+            "retry_strategy": fs.AwsStandardS3RetryStrategy(max_attempts=SDK_ATTEMPTS),
+            "connect_timeout": CONNECT_TIMEOUT,
+            "request_timeout": REQUEST_TIMEOUT,
+        }
+        if endpoint:
+            kwargs["endpoint_override"] = endpoint
+        if region:
+            kwargs["region"] = region
+        return fs.S3FileSystem(**kwargs)
+    filesystem, _ = fs.FileSystem.from_uri(f"{scheme}://{authority}/")
+    return filesystem
+
+
+def _environment(scheme: str) -> tuple:
+    """What of the environment a filesystem is built from (a new endpoint: a new one)."""
+    if scheme != "s3":
+        return ()
+    env = os.environ
+    endpoint = env.get("AWS_ENDPOINT_URL_S3") or env.get("AWS_ENDPOINT_URL")
+    return endpoint, env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION")
+
+
+def filesystem_for(url: str) -> tuple[object, str, str]:
+    """(the ``pyarrow.fs`` filesystem, the path in it, the URL to show) of a storage URL;
+    filesystems are shared by URLs of the same scheme, authority and parameters."""
+    scheme, authority, path, _ = split_url(url)
+    with _lock:
+        filesystem = _filesystem(scheme, authority, _environment(scheme))
+    if scheme in ("s3", "gs", "gcs"):
+        fs_path = f"{authority}/{path}" if path else authority
+    elif scheme in ("abfs", "abfss"):  # container@account.dfs.core.windows.net
+        container = authority.split("@", 1)[0]
+        fs_path = f"{container}/{path}" if path else container
+    else:
+        fs_path = f"/{path}"
+    shown = f"{scheme}://{authority}/{path}" if path else f"{scheme}://{authority}"
+    return filesystem, fs_path.rstrip("/"), shown
+
+
+def missing_object(url: str) -> FileNotFoundError:
+    """What a missing object or prefix raises: a missing local file's error, naming the URL
+    (so that a command says the same words for both)."""
+    return FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), url)
+
+
+def transient(error: BaseException) -> bool:
+    """Whether a failed call may succeed when tried again (a dropped connection, a timeout, a
+    throttling answer), rather than never (a missing object, access refused, a bad bucket)."""
+    if not isinstance(error, OSError) or isinstance(
+        error, (FileNotFoundError, PermissionError, IsADirectoryError, NotADirectoryError)
+    ):
+        return False
+    text = str(error).upper()
+    return not any(
+        word in text
+        for word in ("ACCESS_DENIED", "ACCESSDENIED", "NO_SUCH_BUCKET", "NOSUCHBUCKET",
+                     "INVALID_ACCESS_KEY", "SIGNATURE_DOES_NOT_MATCH", "FORBIDDEN")
+    )  # fmt: skip
+
+
+def retrying(
+    call: Callable[[], T],
+    *,
+    url: str,
+    what: str,
+    position: int | None = None,
+    attempts: int | None = None,
+    on_retry: Callable[[], None] | None = None,
+) -> T:
+    """``call()``, tried again while it fails transiently, at most ``attempts`` times; a
+    missing object stays FileNotFoundError (naming ``url``), anything else that fails is
+    :class:`RemoteStorageError` saying ``what`` was done, where. ``on_retry`` runs before each
+    new attempt (to reopen a stream)."""
+    attempts = ATTEMPTS if attempts is None else attempts
+    pause = FIRST_PAUSE
+    for attempt in range(1, attempts + 1):
+        try:
+            return call()
+        except FileNotFoundError:
+            raise missing_object(url) from None
+        except RemoteStorageError:
+            raise
+        except (OSError, ValueError) as e:
+            if attempt == attempts or not transient(e):
+                tried = f" after {attempt} attempts" if attempt > 1 else ""
+                raise RemoteStorageError(
+                    f"{what} failed{tried}: {_short(e)}", path=url, position=position
+                ) from None
+        time.sleep(pause)
+        pause = min(MAX_PAUSE, pause * 2)
+        if on_retry is not None:
+            try:
+                on_retry()
+            except OSError:
+                pass
+    raise AssertionError("unreachable")
+
+
+def _short(error: BaseException) -> str:
+    text = " ".join(str(error).split())
+    return text if len(text) <= 300 else text[:297] + "..."
