@@ -20,6 +20,7 @@ __all__ = [
     "EXIT_USAGE",
     "CleaningAborted",
     "CloseConnection",
+    "ConcurrentCommitError",
     "ConfigError",
     "CoordinatorLoadError",
     "CorruptCheckpointError",
@@ -52,9 +53,13 @@ __all__ = [
     "RecordOffsetError",
     "RecordTooLargeError",
     "RecordValidationError",
+    "RemoteSegmentMissingError",
+    "RemoteSegmentTruncatedError",
     "RemoteStorageError",
     "RequestRefused",
     "SaslFailed",
+    "TieredOffsetGapError",
+    "TieredStorageError",
     "TlsError",
     "TransactionCoordinatorFencedError",
     "UnsupportedCompressionTypeError",
@@ -424,6 +429,31 @@ class DataLossError(KafkalogError):
     """Offsets asked for are not in the data directory (retention, a missing segment, a
     checkpoint past the data, damaged bytes); with failOnDataLoss=false they are skipped with a
     warning."""
+
+
+class ConcurrentCommitError(KafkalogError):
+    """Another write committed to the data directory after this one started: this one is not
+    committed (nothing of it is visible), and may be run again."""
+
+
+# -- tiered storage (kafkalog.log.tiered): why a partition cannot be read past an offset; each
+# names the offset and the file or object (or the metadata) that says so, and the records before
+# it are read, none after it.
+class TieredStorageError(DataLossError):
+    """A tiered partition's log stops being readable at ``offset``."""
+
+
+class RemoteSegmentMissingError(TieredStorageError):
+    """The metadata says a remote segment was copied, but a file of it is not in the store."""
+
+
+class RemoteSegmentTruncatedError(TieredStorageError):
+    """A remote segment's ``.log`` ends before the end offset its metadata gives."""
+
+
+class TieredOffsetGapError(TieredStorageError):
+    """No remote segment holds the offsets between the log start (or the last remote segment)
+    and the next remote segment or the local log start."""
 
 
 # -- the wire protocol (kafkalog.protocol) ---------------------------------------------------------

@@ -187,8 +187,10 @@ def test_file_uris_and_globs_are_paths(tmp_path):
     assert _topics(f"{tmp_path}/b*") == {"a", "b"}  # a glob: both data directories
     with pytest.raises(OptionError, match="matches no directory"):
         parse_read_options({"path": f"{tmp_path}/nothing-*"})
-    with pytest.raises(OptionError, match="not hdfs://"):
-        parse_read_options({"path": "hdfs://nn/kafka"})
+    # hdfs:// goes to pyarrow's HDFS client; without Hadoop's libraries the error says so
+    if not os.environ.get("HADOOP_HOME"):
+        with pytest.raises(OptionError, match=r"path: hdfs://nn/kafka: cannot open hdfs://"):
+            parse_read_options({"path": "hdfs://nn/kafka"})
 
 
 # -- option errors -----------------------------------------------------------------------------

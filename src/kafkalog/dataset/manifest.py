@@ -21,7 +21,7 @@ import json
 import time
 from dataclasses import dataclass, field
 
-from ..errors import KafkalogError
+from ..errors import ConcurrentCommitError, KafkalogError
 from ..log.datadir import TopicPartition, log_dir_name
 from ..log.storage import RemotePath, as_path, put_bytes
 
@@ -38,11 +38,6 @@ __all__ = [
 MANIFEST_PREFIX = "kafkalog-manifest-"
 MANIFEST_SUFFIX = ".json"
 FORMAT = 1
-
-
-class ConcurrentCommitError(KafkalogError):
-    """Another write committed to the data directory after this one started: this one is not
-    committed (nothing of it is visible), and may be run again."""
 
 
 @dataclass(frozen=True)

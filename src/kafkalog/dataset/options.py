@@ -237,13 +237,13 @@ def _is_storage_url(raw: str) -> bool:
 def _storage_url(raw: str) -> str:
     """A data directory in object storage (docs/object-storage.md), checked: a supported
     scheme, no credentials in it, no glob (object stores have no directories to match)."""
-    from ..log.storage import filesystem_for
+    from ..log.storage import RemoteStorageError, filesystem_for
 
     if any(c in raw for c in "*?["):
         raise OptionError(f"path {raw!r}: globs are not supported in object storage URLs")
     try:
         return filesystem_for(raw)[2]
-    except ValueError as e:
+    except (ValueError, RemoteStorageError) as e:
         raise OptionError(f"path: {e}") from None
 
 

@@ -112,8 +112,14 @@ def filesystem_for(url: str) -> tuple[object, str, str]:
     """(the ``pyarrow.fs`` filesystem, the path in it, the URL to show) of a storage URL;
     filesystems are shared by URLs of the same scheme, authority and parameters."""
     scheme, authority, path, _ = split_url(url)
-    with _lock:
-        filesystem = _filesystem(scheme, authority, _environment(scheme))
+    try:
+        with _lock:
+            filesystem = _filesystem(scheme, authority, _environment(scheme))
+    except (OSError, ImportError, RuntimeError) as e:  # pyarrow's client libraries, e.g. HDFS's
+        needs = " (hdfs:// needs Hadoop's client: libjvm and libhdfs)" if scheme == "hdfs" else ""
+        raise RemoteStorageError(
+            f"cannot open {scheme}:// storage{needs}: {_short(e)}", path=url
+        ) from None
     if scheme in ("s3", "gs", "gcs"):
         fs_path = f"{authority}/{path}" if path else authority
     elif scheme in ("abfs", "abfss"):  # container@account.dfs.core.windows.net
