@@ -6,9 +6,9 @@ the module names of the layout before the redesign too (``kafkalog.format.fast``
 ``kafkalog.log.log``), so an older checkout on ``PYTHONPATH`` runs the very same work::
 
     git archive e5625f1 src | tar -x -C /tmp/before     # then build its C kernels in place
-    LOOPS=25 farm-bench -n 9 --timeout 900 \\
-        --vs "env PYTHONPATH=/tmp/before/src .venv/bin/python benchmarks/layout_workload.py" \\
-        -- .venv/bin/python benchmarks/layout_workload.py
+    LOOPS=25 .venv/bin/python benchmarks/interleave.py -n 9 \\
+        "env PYTHONPATH=/tmp/before/src .venv/bin/python benchmarks/layout_workload.py" \\
+        ".venv/bin/python benchmarks/layout_workload.py"
 
 Results in docs/benchmarks.md ("The layout step").
 """
