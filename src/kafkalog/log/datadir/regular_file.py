@@ -145,6 +145,8 @@ def require_regular_entries(directory: str | os.PathLike) -> None:
     for name in sorted(os.listdir(directory)):
         path = os.path.join(os.fspath(directory), name)
         reason = irregular_reason(path)
+        if reason is not None and not os.path.lexists(path):
+            continue  # gone since the listing (a writer's temporary file, renamed or deleted)
         if reason is None and name.endswith(_SEGMENT_FILE_SUFFIXES) and os.path.isdir(path):
             reason = "not a regular file (a directory named like a segment file)"
         if reason is not None:
