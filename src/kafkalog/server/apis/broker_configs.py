@@ -28,6 +28,7 @@ __all__ = [
     "broker_config_entries",
     "broker_level_sources",
     "dynamic_configs",
+    "list_operation",
 ]
 
 # ConfigSource
@@ -102,6 +103,15 @@ def broker_config_entries(
     return out
 
 
+def list_operation(kind: int, current: str, value: str | None) -> str:
+    """A list config after AlterConfigOp APPEND (items not there yet, in order) or SUBTRACT."""
+    items = [x for x in current.split(",") if x]
+    given = [x.strip() for x in (value or "").split(",") if x.strip()]
+    if kind == APPEND:
+        return ",".join(items + [x for x in given if x not in items])
+    return ",".join(x for x in items if x not in given)
+
+
 def _applied(current: dict[str, str], ops: list[dict]) -> dict[str, str]:
     new = dict(current)
     for op in ops:
@@ -111,13 +121,7 @@ def _applied(current: dict[str, str], ops: list[dict]) -> dict[str, str]:
         elif kind == DELETE:
             new.pop(name, None)
         elif kind in (APPEND, SUBTRACT) and name in _LIST_CONFIGS:
-            items = [x for x in new.get(name, "delete").split(",") if x]
-            given = [x.strip() for x in (value or "").split(",") if x.strip()]
-            if kind == APPEND:
-                items += [x for x in given if x not in items]
-            else:
-                items = [x for x in items if x not in given]
-            new[name] = ",".join(items)
+            new[name] = list_operation(kind, new.get(name, "delete"), value)
         else:
             raise KafkalogError(f"Config {name} is not a list: APPEND/SUBTRACT do not apply")
     return new

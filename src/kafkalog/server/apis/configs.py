@@ -28,6 +28,7 @@ from .broker_configs import (
     broker_config_entries,
     broker_level_sources,
     dynamic_configs,
+    list_operation,
 )
 
 if TYPE_CHECKING:
@@ -148,13 +149,8 @@ def _alter(current: dict[str, str], ops: list[dict]) -> dict[str, str]:
         elif kind in (APPEND, SUBTRACT):
             if definition.type != "list":
                 raise KafkalogError(f"Config {name} is not a list: APPEND/SUBTRACT do not apply")
-            items = [x for x in new.get(name, _as_string(definition.default) or "").split(",") if x]
-            given = [x.strip() for x in (value or "").split(",") if x.strip()]
-            if kind == APPEND:
-                items += [x for x in given if x not in items]
-            else:
-                items = [x for x in items if x not in given]
-            new[name] = ",".join(items)
+            current = new.get(name, _as_string(definition.default) or "")
+            new[name] = list_operation(kind, current, value)
         else:
             raise KafkalogError(f"Unknown config operation {kind} for {name}")
     LogConfig(new)  # validate the whole result before anything changes
