@@ -4,9 +4,14 @@ dropped in the middle of an answer, 503 SlowDown answers), a given number of tim
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import socket
 import threading
+from collections.abc import Iterator
 from pathlib import Path
+
+import pytest
 
 
 def _slow_down() -> bytes:
@@ -128,3 +133,31 @@ def upload(client, bucket: str, root: Path, prefix: str) -> int:
             client.upload_file(str(path), bucket, f"{prefix}/{path.relative_to(root).as_posix()}")
             n += 1
     return n
+
+
+@contextlib.contextmanager
+def moto_s3(bucket: str, secret: str, **env: str) -> Iterator[tuple[object, str]]:
+    """(boto3 client, endpoint): moto's S3 server on loopback holding an empty ``bucket``, with
+    the AWS SDK's environment pointed at it (``secret`` as the secret key; ``env`` besides)."""
+    import boto3
+    from moto import server as moto_server
+
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)
+    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    endpoint = f"http://{host}:{port}"
+    try:
+        with pytest.MonkeyPatch.context() as mp:
+            for name in ("AWS_PROFILE", "AWS_ENDPOINT_URL_S3", "AWS_REGION", "AWS_SESSION_TOKEN"):
+                mp.delenv(name, raising=False)
+            settings = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": secret,
+                        "AWS_DEFAULT_REGION": "us-east-1", "AWS_ENDPOINT_URL": endpoint,
+                        "AWS_EC2_METADATA_DISABLED": "true", **env}  # fmt: skip
+            for name, value in settings.items():
+                mp.setenv(name, value)
+            client = boto3.client("s3")
+            client.create_bucket(Bucket=bucket)
+            yield client, endpoint
+    finally:
+        server.stop()

@@ -5,7 +5,6 @@ as a usage error and never create a local ``s3:`` directory. Against moto's S3 s
 
 from __future__ import annotations
 
-import logging
 import os
 import re
 import shutil
@@ -13,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from s3_endpoint import Proxy, upload
+from s3_endpoint import Proxy, moto_s3, upload
 
 import shared_fixtures
 from arrow.arrow_data import write_topics, write_transactions  # the Arrow API tests' data
@@ -35,21 +34,7 @@ SEGMENT = f"{CLICKS}/00000000000000000000"
 def s3(tmp_path_factory):
     """(boto3 client, local root): moto serving a bucket that holds the directories under root,
     uploaded under the same names: a kafkalog-written data directory and a damaged copy."""
-    logging.getLogger("werkzeug").setLevel(logging.WARNING)
-    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    with pytest.MonkeyPatch.context() as mp:
-        for name in ("AWS_PROFILE", "AWS_ENDPOINT_URL_S3", "AWS_REGION", "AWS_SESSION_TOKEN"):
-            mp.delenv(name, raising=False)
-        mp.setenv("AWS_ACCESS_KEY_ID", "testing")
-        mp.setenv("AWS_SECRET_ACCESS_KEY", SECRET)
-        mp.setenv("AWS_DEFAULT_REGION", "us-east-1")
-        mp.setenv("AWS_ENDPOINT_URL", f"http://{host}:{port}")
-        mp.setenv("AWS_EC2_METADATA_DISABLED", "true")
-        mp.setenv("KAFKALOG_PROGRESS", "never")
-        client = boto3.client("s3")
-        client.create_bucket(Bucket=BUCKET)
+    with moto_s3(BUCKET, SECRET, KAFKALOG_PROGRESS="never") as (client, _):
         root = tmp_path_factory.mktemp("local")
         write_topics(root / "written", {"clicks": 2, "views": 1}, 40)
         write_transactions(root / "written")
@@ -64,7 +49,6 @@ def s3(tmp_path_factory):
         for name in ("written", "plain", "damaged"):
             upload(client, BUCKET, root / name, f"{url()[len(f's3://{BUCKET}/') :]}/{name}")
         yield client, root
-    server.stop()
 
 
 def _damage(log: Path) -> None:

@@ -7,7 +7,6 @@ persists is the typed error naming the object and position, in bounded time."""
 from __future__ import annotations
 
 import hashlib
-import logging
 import os
 import re
 import shutil
@@ -17,7 +16,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from s3_endpoint import Proxy, upload
+from s3_endpoint import Proxy, moto_s3, upload
 
 import kafkalog.arrow
 import shared_fixtures
@@ -38,21 +37,7 @@ SECRET = "s3cr3t-never-shown"
 def s3(tmp_path_factory):
     """(boto3 client, moto's endpoint, local root): moto serving a bucket holding the local
     directories under root, uploaded under the same names."""
-    logging.getLogger("werkzeug").setLevel(logging.WARNING)
-    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    endpoint = f"http://{host}:{port}"
-    with pytest.MonkeyPatch.context() as mp:
-        for name in ("AWS_PROFILE", "AWS_ENDPOINT_URL_S3", "AWS_REGION", "AWS_SESSION_TOKEN"):
-            mp.delenv(name, raising=False)
-        mp.setenv("AWS_ACCESS_KEY_ID", "testing")
-        mp.setenv("AWS_SECRET_ACCESS_KEY", SECRET)
-        mp.setenv("AWS_DEFAULT_REGION", "us-east-1")
-        mp.setenv("AWS_ENDPOINT_URL", endpoint)
-        mp.setenv("AWS_EC2_METADATA_DISABLED", "true")
-        client = boto3.client("s3")
-        client.create_bucket(Bucket=BUCKET)
+    with moto_s3(BUCKET, SECRET) as (client, endpoint):
         root = tmp_path_factory.mktemp("local")
         write_topics(root / "written", {"clicks": 3, "views": 1}, 60)
         write_transactions(root / "written")
@@ -61,7 +46,6 @@ def s3(tmp_path_factory):
         for name in ("written", "big"):
             upload(client, BUCKET, root / name, name)
         yield client, endpoint, root
-    server.stop()
 
 
 def url(*parts: str) -> str:

@@ -7,7 +7,6 @@ started from an older commit is refused."""
 from __future__ import annotations
 
 import json
-import logging
 import os
 import signal
 import subprocess
@@ -17,6 +16,7 @@ import time
 
 import pyarrow as pa
 import pytest
+from s3_endpoint import moto_s3
 
 import kafkalog.arrow
 from kafkalog.dataset import OptionError, parse_write_options
@@ -40,23 +40,8 @@ COLUMNS = ["topic", "partition", "offset", "timestamp", "key", "value"]
 def s3():
     """(boto3 client, endpoint): moto's S3 server with an empty bucket, and the environment
     that points the AWS SDK at it."""
-    logging.getLogger("werkzeug").setLevel(logging.WARNING)
-    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    endpoint = f"http://{host}:{port}"
-    with pytest.MonkeyPatch.context() as mp:
-        for name in ("AWS_PROFILE", "AWS_ENDPOINT_URL_S3", "AWS_REGION", "AWS_SESSION_TOKEN"):
-            mp.delenv(name, raising=False)
-        mp.setenv("AWS_ACCESS_KEY_ID", "testing")
-        mp.setenv("AWS_SECRET_ACCESS_KEY", SECRET)
-        mp.setenv("AWS_DEFAULT_REGION", "us-east-1")
-        mp.setenv("AWS_ENDPOINT_URL", endpoint)
-        mp.setenv("AWS_EC2_METADATA_DISABLED", "true")
-        client = boto3.client("s3")
-        client.create_bucket(Bucket=BUCKET)
+    with moto_s3(BUCKET, SECRET) as (client, endpoint):
         yield client, endpoint
-    server.stop()
 
 
 def rows(n: int, start: int = 0, *, width: int = 40) -> pa.Table:
