@@ -622,4 +622,51 @@ def test_verifiable_producer_and_consumer(both: Both) -> None:
         step(GROUPS, "--bootstrap-server", BOOT, "--group", g, "--describe", sort=True),
     ]  # fmt: skip
     kafka, serve = both.run(steps)
+    assert kafka[1] == "exit 0\n5000 records sent", kafka[1]
+    assert kafka[3].endswith("data.consumed.in.nMsg 5000"), kafka[3]
+    compare(steps, kafka, serve)
+
+
+PRODUCER_PERF = "org.apache.kafka.tools.ProducerPerformance"
+CONSUMER_PERF = "org.apache.kafka.tools.ConsumerPerformance"
+
+
+def records_sent(code: int, stdout: str, stderr: str) -> str:
+    """kafka-producer-perf-test's closing line without its rates and latencies: how many records
+    were sent (acknowledged) in all."""
+    totals = [x.split(",")[0] for x in stdout.splitlines() if re.match(r"^\d+ records sent,", x)]
+    return "\n".join([f"exit {code}", *totals[-1:]] if totals else [f"exit {code}", stderr])
+
+
+def data_consumed(code: int, stdout: str, stderr: str) -> str:
+    """kafka-consumer-perf-test's result row without its times and rates: the megabytes and
+    records consumed."""
+    rows = [x.split(", ") for x in stdout.splitlines()]
+    header = next((r for r in rows if "data.consumed.in.nMsg" in r), None)
+    if header is None:
+        return f"exit {code}\nno result row\n{stdout}\n{stderr}"
+    picked = [header.index("data.consumed.in.MB"), header.index("data.consumed.in.nMsg")]
+    last = rows[-1] if len(rows[-1]) == len(header) and rows[-1] != header else []
+    return "\n".join([f"exit {code}", *(f"{header[i]} {last[i]}" for i in picked if last)])
+
+
+def test_producer_and_consumer_perf_test(both: Both) -> None:
+    """kafka-producer-perf-test (5,000 records of 100 bytes, acks=all, lz4 batches) and
+    kafka-consumer-perf-test (a group reading them all), compared by their counts; then the
+    partition's end offset and the group's committed offset (one partition: the producer's
+    sticky partitioner spreads keyless records by timing)."""
+    t, g = name("perf"), name("perf-group")
+    steps = [
+        step(TOPICS, "--bootstrap-server", BOOT, "--create", "--topic", t, "--partitions", "1"),
+        step(PRODUCER_PERF, "--topic", t, "--num-records", "5000", "--record-size", "100",
+             "--throughput", "-1", "--command-property", f"bootstrap.servers={BOOT}", "acks=all",
+             "compression.type=lz4", out=records_sent),
+        step(GET_OFFSETS, "--bootstrap-server", BOOT, "--topic", t, sort=True),
+        step(CONSUMER_PERF, "--bootstrap-server", BOOT, "--topic", t, "--group", g,
+             "--num-records", "5000", "--timeout", "60000", out=data_consumed),
+        step(GROUPS, "--bootstrap-server", BOOT, "--group", g, "--describe", sort=True),
+    ]  # fmt: skip
+    kafka, serve = both.run(steps)
+    assert kafka[1] == "exit 0\n5000 records sent", kafka[1]
+    assert kafka[3].endswith("data.consumed.in.nMsg 5000"), kafka[3]
     compare(steps, kafka, serve)
