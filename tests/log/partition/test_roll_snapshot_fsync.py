@@ -12,7 +12,7 @@ from kafkalog.log.partition.config import LogConfig
 from kafkalog.log.partition.log import Log
 from kafkalog.log.producer.snapshot import read_snapshot
 
-from .test_cleaner import T0, kp_batch
+from ..cleaner.test_cleaner import T0, kp_batch
 
 
 def test_roll_fsyncs_nothing_and_the_next_flush_makes_its_snapshot_durable_first(

@@ -3,8 +3,8 @@ the middle one on a worker thread), and the flush that leaves the active segment
 
 The marks: ``durable_offset`` moves over records whose ``.log`` is fsynced; the recovery point
 only over segments whose ``.log`` and indexes are, so a power cut is recovered (indexes rebuilt)
-from the active segment on. Checked against the simulated disk of test_crash.py: after a power
-cut at a random moment, every record a data-only flush covered is there after recovery.
+from the active segment on. Checked against the simulated disk of tests/log/test_crash.py: after a
+power cut at a random moment, every record a data-only flush covered is there after recovery.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from kafkalog.log.datadir.manager import LogManager
 from kafkalog.log.partition import Log
 from kafkalog.log.partition.config import LogConfig
 
-from . import crash_writer
-from .test_crash import INDEX_BYTES, PARTITION_DIR, Checker, Crash, RecordingDisk, check_lookups
+from .. import crash_writer
+from ..test_crash import INDEX_BYTES, PARTITION_DIR, Checker, Crash, RecordingDisk, check_lookups
 
 
 def open_log(path: Path) -> Log:
