@@ -1,7 +1,8 @@
 """The Spark source and batch sink on a data directory in S3 (moto's server on loopback): a
 local SparkSession reads an ``s3://`` data directory with the same rows as the local copy, and
 a batch write to ``s3://`` reads back equal, Spark's tasks staging objects and the driver
-committing the manifest.
+committing the manifest; an available-now stream over the written directory reads the first
+write, then only the append's records.
 
 The session runs in a child process whose environment (and ``spark.executorEnv``) points the
 AWS SDK at the server before the JVM and its Python workers start: a session this test process
@@ -36,7 +37,7 @@ JOB = textwrap.dedent(
     from pyspark.sql import SparkSession
     import kafkalog.spark
 
-    local, remote, written = sys.argv[1:4]
+    local, remote, written, checkpoint = sys.argv[1:5]
     builder = (SparkSession.builder.master("local[2]").appName("kafkalog-s3-test")
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
@@ -60,9 +61,21 @@ JOB = textwrap.dedent(
     out["remote_range"] = rows(remote, **clicks)
     out["local_range"] = rows(local, **clicks)
     df = spark.read.format("kafkalog").load(local).select("key", "value")
-    for _ in range(2):  # a write, then an append
+    streamed = []
+
+    def stream():  # available-now over the written directory, its offsets kept in checkpoint
+        (spark.readStream.format("kafkalog").option("startingOffsets", "earliest").load(written)
+            .writeStream.trigger(availableNow=True).option("checkpointLocation", checkpoint)
+            .foreachBatch(lambda batch, _: streamed.extend(batch.select("key", "value").collect()))
+            .start().awaitTermination())
+        return len(streamed)
+
+    out["streamed"] = []
+    for _ in range(2):  # a write, then an append: each followed by the stream's next run
         (df.repartition(3).write.format("kafkalog").option("topic", "copy")
            .option("numPartitions", 2).mode("append").save(written))
+        out["streamed"].append([stream()])
+    out["streamed_rows"] = sorted(([r.key, r.value] for r in streamed), key=repr)
     back = spark.read.format("kafkalog").load(written).select("key", "value").collect()
     out["written"] = sorted(([r.key, r.value] for r in back), key=repr)
     out["source"] = sorted(([r.key, r.value] for r in df.collect() * 2), key=repr)
@@ -106,7 +119,7 @@ def test_spark_reads_and_writes_s3(s3_env):
     env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     env["PYSPARK_PYTHON"] = sys.executable
     done = subprocess.run(
-        [sys.executable, "-c", JOB, str(local), remote, written],
+        [sys.executable, "-c", JOB, str(local), remote, written, str(root / "checkpoint")],
         env=env, capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-4000:]
@@ -114,6 +127,9 @@ def test_spark_reads_and_writes_s3(s3_env):
     assert out["remote"] == out["local"] and len(out["local"]) == 4 * 40
     assert out["remote_range"] == out["local_range"] and len(out["local_range"]) == 35
     assert out["written"] == out["source"]
+    # the stream noticed the append's segments and manifest, and read each record once
+    assert out["streamed"] == [[str(len(out["local"]))], [str(2 * len(out["local"]))]]
+    assert out["streamed_rows"] == out["source"]
     # the commit: two manifests, no staging left, and the Arrow reader agrees
     keys = [o["Key"] for o in client.list_objects_v2(Bucket=BUCKET, Prefix="spark-written/")
             ["Contents"]]  # fmt: skip
