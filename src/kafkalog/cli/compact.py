@@ -13,14 +13,13 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..errors import EXIT_OK, EXIT_PROBLEMS, KafkalogError
-from ..log.error_location import locate_in_partition
-from .failures import UsageError, guarded, report
+from ..errors import KafkalogError
+from .failures import UsageError, guarded
 from .operate import (
+    PartitionProblems,
     add_apply_flag,
     add_now_option,
     cleanup_policy,
-    index_problem,
     logs_in_progress,
     now_ms,
     operator_arguments,
@@ -69,41 +68,29 @@ def run(args: argparse.Namespace) -> int:
 
     target = resolve_target(args.path, topics=args.topic, internal=False)
     now = now_ms(args)
-    status = EXIT_OK
+    problems = PartitionProblems("compact")
     results, skipped = [], []
     with logs_in_progress("compact", args, target, writable=args.apply) as (progress, logs):
-        for entry in logs:
-            if entry.log is None:
-                report("compact", entry.error)
-                status = EXIT_PROBLEMS
-                continue
+        for entry in problems.opened(logs):
             log = entry.log
-            problem = index_problem(log) if log.config.compact else None
             if not log.config.compact:
                 policy = cleanup_policy(log.config)
                 if entry.config_source == CONFIG_FROM_DEFAULTS:
                     policy += " (Kafka's default, assumed: nothing records this topic's configs)"
                 skipped.append((entry.directory, policy))
-            elif problem is not None:
-                report("compact", f"{entry.directory.name}: {problem}")
-                status = EXIT_PROBLEMS
-            else:
+            elif problems.indexes_trusted(entry):
                 try:
                     result = clean(log, now_ms=now, force=args.force, dry_run=not args.apply)
                 except KafkalogError as e:  # this partition's data: the others go on
-                    located = locate_in_partition(e, entry.directory)
-                    report("compact", f"{entry.directory.name}: {located}")
-                    status = EXIT_PROBLEMS
+                    problems.add_error(entry.directory, e)
                 except OSError as e:
                     if args.apply:
                         raise
-                    report(
-                        "compact",
-                        f"{entry.directory.name}: reading failed "
-                        f"({e.strerror or e}): an index entry that points outside its log? "
-                        f"kafkalog verify locates it, rebuild-index repairs it",
+                    problems.add(
+                        entry.directory,
+                        f"reading failed ({e.strerror or e}): an index entry that points "
+                        f"outside its log? kafkalog verify locates it, rebuild-index repairs it",
                     )
-                    status = EXIT_PROBLEMS
                 else:
                     results.append((entry.directory, result))
             progress.advance(log.size_in_bytes())
@@ -111,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
         directory, policy = skipped[0]
         raise UsageError(f"{directory}: not a compacted topic (cleanup.policy={policy})")
     _report(target, results, skipped, args)
-    return status
+    return problems.status
 
 
 def _report(target, results, skipped, args: argparse.Namespace) -> None:

@@ -49,6 +49,22 @@ chosen decoder refuses), 2 usage error, 3 I/O error
 
 FORMATS = ("parquet", "jsonl", "csv")
 PARQUET_CODECS = ("snappy", "zstd", "gzip", "lz4", "brotli", "none")
+# Where the export starts and stops (the Spark source's options of these names): the flag, its
+# metavar and help. An ``-offsets`` value is earliest/latest, an offset or JSON; a
+# ``-timestamp`` one milliseconds or an ISO-8601 date.
+RANGES = (
+    (
+        "--starting-offsets", "earliest|N|JSON",
+        'where to start: earliest (default), one offset for every partition, or Spark\'s '
+        'JSON {"topic":{"0":23}} (-2 earliest; partitions not named start at earliest)',
+    ),
+    (
+        "--ending-offsets", "latest|N|JSON",
+        "where to stop (exclusive): latest (default), an offset, or JSON (-1 latest)",
+    ),
+    ("--starting-timestamp", "MS|ISO-8601", "start at the first record at or after this time"),
+    ("--ending-timestamp", "MS|ISO-8601", "stop before the first record at or after this time"),
+)  # fmt: skip
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -63,23 +79,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         topic_help="a topic (repeat, or a,b); default: every topic not starting with __",
         partition_help="only these partition numbers of each topic (repeat)",
     )
-    which.add_argument(
-        "--starting-offsets", metavar="earliest|N|JSON",
-        help='where to start: earliest (default), one offset for every partition, or Spark\'s '
-        'JSON {"topic":{"0":23}} (-2 earliest; partitions not named start at earliest)',
-    )  # fmt: skip
-    which.add_argument(
-        "--ending-offsets", metavar="latest|N|JSON",
-        help="where to stop (exclusive): latest (default), an offset, or JSON (-1 latest)",
-    )  # fmt: skip
-    which.add_argument(
-        "--starting-timestamp", metavar="MS|ISO-8601",
-        help="start at the first record at or after this time",
-    )  # fmt: skip
-    which.add_argument(
-        "--ending-timestamp", metavar="MS|ISO-8601",
-        help="stop before the first record at or after this time",
-    )  # fmt: skip
+    for flag, metavar, text in RANGES:
+        which.add_argument(flag, metavar=metavar, help=text)
     add_read_policy(
         which,
         data_loss_help="skip offsets that are gone and damaged batches with a warning "
@@ -147,19 +148,18 @@ def run(args: argparse.Namespace) -> int:
             "topics": [t for arg in args.topic for t in arg.split(",")] if args.topic else None,
             "topic_pattern": args.include,
             "partitions": args.partition,
-            "starting_offsets": _offsets_arg(args.starting_offsets, "--starting-offsets"),
-            "ending_offsets": _offsets_arg(args.ending_offsets, "--ending-offsets"),
-            "starting_timestamp": (
-                parse_timestamp(args.starting_timestamp) if args.starting_timestamp else None
-            ),
-            "ending_timestamp": (
-                parse_timestamp(args.ending_timestamp) if args.ending_timestamp else None
-            ),
             "isolation_level": args.isolation_level,
             "include_headers": args.include_headers,
             "fail_on_data_loss": args.fail_on_data_loss,
             "options": options,
         }
+        for flag, _, _ in RANGES:
+            name = flag[2:].replace("-", "_")
+            text = getattr(args, name)
+            if name.endswith("_offsets"):
+                plan[name] = _offsets_arg(text, flag)
+            else:
+                plan[name] = parse_timestamp(text) if text else None
     except ValueError as e:
         report("export", e)
         return EXIT_USAGE

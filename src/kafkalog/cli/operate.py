@@ -18,23 +18,25 @@ import argparse
 import contextlib
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import KafkalogError
+from ..errors import EXIT_OK, EXIT_PROBLEMS, KafkalogError
 from .arguments import add_json_flag, bounded_int
-from .failures import UsageError, os_error_text
+from .failures import UsageError, os_error_text, report
 from .progress import Progress, add_quiet_flag, total_bytes
 from .remote import check_urls, is_url, refuse_urls
 
 if TYPE_CHECKING:  # the log layer is imported when a command runs, not when the CLI starts
     from ..log.partition import Log
+    from ..log.segment import LogSegment
 
 
 __all__ = [
     "PartitionLog",
+    "PartitionProblems",
     "Target",
     "add_apply_flag",
     "add_now_option",
@@ -48,6 +50,7 @@ __all__ = [
     "open_logs",
     "operator_arguments",
     "partition_offsets",
+    "read_segments",
     "resolve_target",
 ]
 
@@ -72,6 +75,43 @@ class PartitionLog:
     error: str | None = None
     # Where the topic's configs came from (kafkalog.log.datadir.manager's CONFIG_FROM_* values).
     config_source: str = "defaults"
+
+
+class PartitionProblems:
+    """The partitions a command could not read or change, each reported on stderr when met
+    (``kafkalog COMMAND: PARTITION: why``) while the others go on; ``status`` is the exit
+    status so far."""
+
+    def __init__(self, command: str) -> None:
+        self.command = command
+        self.status = EXIT_OK
+
+    def add(self, directory: Path | None, message: object) -> None:
+        """Report ``message``, about ``directory``'s partition when given: exit status 1."""
+        report(self.command, message if directory is None else f"{directory.name}: {message}")
+        self.status = EXIT_PROBLEMS
+
+    def add_error(self, directory: Path, error: KafkalogError) -> None:
+        """A data error of ``directory``'s partition, naming its file when the raiser did not."""
+        from ..log.error_location import locate_in_partition
+
+        self.add(directory, locate_in_partition(error, directory))
+
+    def opened(self, logs: Iterable[PartitionLog]) -> Iterator[PartitionLog]:
+        """The entries whose log opened; why the others could not be opened is reported."""
+        for entry in logs:
+            if entry.log is None:
+                self.add(None, entry.error)
+            else:
+                yield entry
+
+    def indexes_trusted(self, entry: PartitionLog) -> bool:
+        """Whether ``entry``'s indexes can be trusted for lookups (:func:`index_problem`); why
+        not is reported."""
+        problem = index_problem(entry.log)
+        if problem is not None:
+            self.add(entry.directory, problem)
+        return problem is None
 
 
 def add_target_arguments(parser: argparse.ArgumentParser, *, what: str) -> None:
@@ -347,6 +387,25 @@ def logs_in_progress(
         open_logs(target, writable=writable, clock=clock) as logs,
     ):
         yield progress, logs
+
+
+def read_segments(
+    segments: Iterable[LogSegment],
+    read: Callable[[LogSegment], None],
+    progress: Progress | None = None,
+) -> str | None:
+    """``read`` each segment in turn, its bytes counted on ``progress`` (also when reading
+    fails). The first data error ends the walk: its text, naming the segment's file when the
+    raiser did not, is returned (None: every segment was read)."""
+    for segment in segments:
+        try:
+            read(segment)
+        except KafkalogError as e:
+            return str(e.located(path=str(segment.log.path)))
+        finally:
+            if progress is not None:
+                progress.advance(segment.size())
+    return None
 
 
 def now_ms(args: argparse.Namespace) -> int:

@@ -14,14 +14,13 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import EXIT_OK, EXIT_PROBLEMS, KafkalogError
-from ..log.error_location import locate_in_partition
-from .failures import guarded, report
+from ..errors import KafkalogError
+from .failures import guarded
 from .operate import (
+    PartitionProblems,
     add_apply_flag,
     add_now_option,
     cleanup_policy,
-    index_problem,
     logs_in_progress,
     now_ms,
     operator_arguments,
@@ -73,22 +72,15 @@ def run(args: argparse.Namespace) -> int:
     target = resolve_target(args.path, topics=args.topic, internal=False)
     now = now_ms(args)
     clock = MockClock(now_ms=now) if args.now_ms is not None else SystemClock()
-    status = EXIT_OK
+    problems = PartitionProblems("retention")
     results = []
     with logs_in_progress("retention", args, target, writable=args.apply, clock=clock) as (
         progress,
         logs,
     ):
-        for entry in logs:
-            if entry.log is None:
-                report("retention", entry.error)
-                status = EXIT_PROBLEMS
-                continue
+        for entry in problems.opened(logs):
             log = entry.log
-            problem = index_problem(log)
-            if problem is not None:
-                report("retention", f"{entry.directory.name}: {problem}")
-                status = EXIT_PROBLEMS
+            if not problems.indexes_trusted(entry):
                 continue
             assumed = entry.config_source == CONFIG_FROM_DEFAULTS
             applied = args.apply
@@ -96,26 +88,22 @@ def run(args: argparse.Namespace) -> int:
                 plan = plan_retention(log, now_ms=now)
                 if args.apply and plan.deletions and assumed and not args.assume_defaults:
                     applied = False
-                    status = EXIT_PROBLEMS
-                    report(
-                        "retention",
-                        f"{entry.directory.name}: not applied: nothing "
-                        f"records topic {log.topic_partition.topic}'s configs here (no KRaft "
-                        f"metadata, no kafkalog-topics.json entry), so Kafka's defaults are "
-                        f"assumed ({_policy(log.config)}); run with --assume-defaults to "
-                        f"delete by them",
+                    problems.add(
+                        entry.directory,
+                        f"not applied: nothing records topic {log.topic_partition.topic}'s "
+                        f"configs here (no KRaft metadata, no kafkalog-topics.json entry), so "
+                        f"Kafka's defaults are assumed ({_policy(log.config)}); run with "
+                        f"--assume-defaults to delete by them",
                     )
                 elif args.apply and plan.deletions:
                     log.delete_old_segments()
             except KafkalogError as e:  # this partition's data: the others go on
-                located = locate_in_partition(e, entry.directory)
-                report("retention", f"{entry.directory.name}: {located}")
-                status = EXIT_PROBLEMS
+                problems.add_error(entry.directory, e)
                 continue
             results.append(_Result(entry.directory, log.config, plan, assumed, applied))
             progress.advance(log.size_in_bytes())
     _report(target, results, args)
-    return status
+    return problems.status
 
 
 @dataclass(slots=True)

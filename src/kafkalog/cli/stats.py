@@ -32,6 +32,7 @@ from .operate import (
     logs_in_progress,
     operator_arguments,
     partition_offsets,
+    read_segments,
     resolve_target,
 )
 from .output import format_time, write_json
@@ -270,31 +271,28 @@ def collect(
     if timeline:
         stats.timeline = (array("q"), array("q"), array("q"))
     gone = _lost_files(log, log_start_checkpoint)  # base offset -> error, in offset order
+    # The walk stops at the first segment with lost offsets below it.
+    walked = [s for s in log.segments if not gone or s.base_offset <= gone[0][0]]
     previous_last = None
     end = None  # where the last segment's valid batches end
-    for i, segment in enumerate(log.segments):
-        if gone and gone[0][0] < segment.base_offset:  # lost offsets below this segment
-            stats.error = gone[0][1]
-            break
+
+    def read(segment) -> None:
+        nonlocal previous_last, end
         stats.size += segment.size()
-        try:
-            last = i == len(log.segments) - 1
-            previous_last, end = _walk_segment(
-                stats, segment, previous_last, last, log.config, deep=deep
-            )
-        except KafkalogError as e:
-            stats.error = str(e.located(path=str(segment.log.path)))
-            break
-        finally:
-            if progress is not None:
-                progress.advance(segment.size())
-    else:
-        if gone:
-            stats.error = gone[0][1]
-        elif log.segments:  # the end the batches say (an index may point elsewhere)
-            active = log.segments[-1].base_offset
-            stats.log_end_offset = active if previous_last is None else max(
-                previous_last + 1, active)  # fmt: skip
+        last = segment is log.segments[-1]
+        previous_last, end = _walk_segment(
+            stats, segment, previous_last, last, log.config, deep=deep
+        )
+
+    error = read_segments(walked, read, progress)
+    if error is not None:
+        stats.error = error
+    elif gone:
+        stats.error = gone[0][1]
+    elif log.segments:  # the end the batches say (an index may point elsewhere)
+        active = log.segments[-1].base_offset
+        stats.log_end_offset = active if previous_last is None else max(
+            previous_last + 1, active)  # fmt: skip
     if log.config.compact and stats.error is None and log.segments:
         _compaction_state(log, stats, end)
 

@@ -16,10 +16,17 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import EXIT_OK, EXIT_PROBLEMS, KafkalogError
+from ..errors import EXIT_OK, EXIT_PROBLEMS
 from .arguments import bounded_int
 from .failures import guarded, report
-from .operate import add_now_option, logs_in_progress, now_ms, operator_arguments, resolve_target
+from .operate import (
+    add_now_option,
+    logs_in_progress,
+    now_ms,
+    operator_arguments,
+    read_segments,
+    resolve_target,
+)
 from .output import format_time, write_json
 
 SUMMARY = "aborted and open (hanging) transactions per partition"
@@ -157,51 +164,47 @@ def scan_transactions(
     found.log_end_offset = log.log_end_offset
     ongoing: dict[int, Transaction] = {}
     indexed: dict[tuple[int, int], object] = {}
-    for segment in log.segments:
-        try:
-            for txn in segment.txn_index.all_aborted_txns():
-                indexed[(txn.producer_id, txn.last_offset)] = txn
-            for batch in segment.log.batches():
-                if not batch.is_transactional:
-                    continue
-                pid = batch.producer_id
-                if not batch.is_control:
-                    txn = ongoing.get(pid)
-                    if txn is None:
-                        txn = ongoing[pid] = Transaction(
-                            name,
-                            pid,
-                            batch.producer_epoch,
-                            OPEN,
-                            batch.base_offset,
-                            batch.last_offset,
-                            first_timestamp=batch.base_timestamp,
-                        )
-                    txn.last_offset = batch.last_offset
-                    txn.batches += 1
-                    txn.records += batch.count
-                    continue
-                record = next(iter(batch.records()), None)
-                if record is None:
-                    continue  # a marker the cleaner emptied
-                kind = decode_control_type(record.key)
-                if kind not in (ControlRecordType.ABORT, ControlRecordType.COMMIT):
-                    continue
-                txn = ongoing.pop(pid, None) or Transaction(
-                    name, pid, batch.producer_epoch, OPEN, None, None
-                )
-                txn.state = ABORTED if kind == ControlRecordType.ABORT else COMMITTED
-                txn.marker_offset = batch.base_offset
-                txn.coordinator_epoch = decode_end_txn_marker(record.value)[1]
-                if txn.state == ABORTED:
-                    txn.in_txn_index = indexed.pop((pid, batch.base_offset), None) is not None
-                found.transactions.append(txn)
-        except KafkalogError as e:
-            found.error = str(e.located(path=str(segment.log.path)))
-            break
-        finally:
-            if progress is not None:
-                progress.advance(segment.size())
+
+    def read(segment) -> None:
+        for txn in segment.txn_index.all_aborted_txns():
+            indexed[(txn.producer_id, txn.last_offset)] = txn
+        for batch in segment.log.batches():
+            if not batch.is_transactional:
+                continue
+            pid = batch.producer_id
+            if not batch.is_control:
+                txn = ongoing.get(pid)
+                if txn is None:
+                    txn = ongoing[pid] = Transaction(
+                        name,
+                        pid,
+                        batch.producer_epoch,
+                        OPEN,
+                        batch.base_offset,
+                        batch.last_offset,
+                        first_timestamp=batch.base_timestamp,
+                    )
+                txn.last_offset = batch.last_offset
+                txn.batches += 1
+                txn.records += batch.count
+                continue
+            record = next(iter(batch.records()), None)
+            if record is None:
+                continue  # a marker the cleaner emptied
+            kind = decode_control_type(record.key)
+            if kind not in (ControlRecordType.ABORT, ControlRecordType.COMMIT):
+                continue
+            txn = ongoing.pop(pid, None) or Transaction(
+                name, pid, batch.producer_epoch, OPEN, None, None
+            )
+            txn.state = ABORTED if kind == ControlRecordType.ABORT else COMMITTED
+            txn.marker_offset = batch.base_offset
+            txn.coordinator_epoch = decode_end_txn_marker(record.value)[1]
+            if txn.state == ABORTED:
+                txn.in_txn_index = indexed.pop((pid, batch.base_offset), None) is not None
+            found.transactions.append(txn)
+
+    found.error = read_segments(log.segments, read, progress)
     for txn in ongoing.values():
         age = now_ms - txn.first_timestamp if txn.first_timestamp is not None else None
         txn.hanging = age is not None and age > timeout_ms
