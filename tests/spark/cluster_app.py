@@ -158,8 +158,33 @@ def scenario_stream(spark, req: dict) -> dict:
     return {"batches": len(batches), "input_rows": sum(p.numInputRows for p in batches)}
 
 
+def scenario_s3(spark, req: dict) -> dict:
+    """The data directory uploaded to S3, read by the executors (each task's process recorded),
+    then written back to S3 by them and committed by the driver, and read again."""
+    df = spark.read.format("kafkalog").load(req["s3_data"])
+
+    def probe(rows):
+        import os
+
+        yield (
+            [os.getpid(), executor_of(os.getpid())],
+            [[r.topic, r.partition, r.offset, _hex(r.key), _hex(r.value)] for r in rows],
+        )
+
+    tasks = df.rdd.mapPartitions(probe).collect()
+    (df.select("key", "value").write.format("kafkalog").option("topic", "copied")
+       .option("numPartitions", 2).mode("append").save(req["s3_out"]))  # fmt: skip
+    back = spark.read.format("kafkalog").load(req["s3_out"]).select("key", "value").collect()
+    return {
+        "rows": sorted(row for _where, rows in tasks for row in rows),
+        "tasks": [where for where, rows in tasks if rows],
+        "copied": sorted(([_hex(r.key), _hex(r.value)] for r in back), key=repr),
+    }
+
+
 SCENARIOS = {
     "read": scenario_read,
+    "s3": scenario_s3,
     "damaged": scenario_damaged,
     "fixtures": scenario_fixtures,
     "write": scenario_write,

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 import shared_fixtures
+from objectstore.s3_endpoint import moto_s3, upload
 from shared_fixtures import KAFKA_DATA, MISSING, requires_shared_fixtures
 
 from .cluster import (
@@ -41,6 +42,10 @@ APP = Path(__file__).with_name("cluster_app.py")
 TOPICS = {"a": 3, "b": 3}
 PER_PARTITION = 200
 WRITE_ROWS = 3000
+BUCKET = "kafkalog-cluster"
+SECRET = "cluster-s3cr3t-key"  # must appear in no log of the driver, the workers or executors
+AWS_SETTINGS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION",
+                "AWS_ENDPOINT_URL", "AWS_EC2_METADATA_DISABLED")  # fmt: skip
 
 
 def _fixture_dirs() -> list[str]:
@@ -96,13 +101,28 @@ def data(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def app(cluster, data):
+def s3(data):
+    """moto's S3 server on loopback holding the data directory (``uploaded/``); the AWS SDK's
+    settings that point the driver and the executors at it (``spark.executorEnv``)."""
+    pytest.importorskip("moto.server")
+    import os
+
+    with moto_s3(BUCKET, SECRET) as (client, _endpoint):
+        upload(client, BUCKET, data["base"] / "data", "uploaded")
+        yield {name: os.environ[name] for name in AWS_SETTINGS}
+
+
+@pytest.fixture(scope="module")
+def app(cluster, data, s3):
     """The driver's results: one spark-submit of cluster_app.py to the cluster."""
     base = data["base"]
     fixtures = _fixture_dirs()
     request = {
         "executors": len(cluster.workers),
-        "scenarios": ["read", "damaged", "write", "stream"] + (["fixtures"] if fixtures else []),
+        "scenarios": ["read", "damaged", "write", "stream", "s3"]
+        + (["fixtures"] if fixtures else []),
+        "s3_data": f"s3://{BUCKET}/uploaded",
+        "s3_out": f"s3://{BUCKET}/copied",
         "data": str(base / "data"),
         "damaged": str(base / "damaged"),
         "loss_log": str(base / "loss"),
@@ -128,9 +148,11 @@ def app(cluster, data):
         "--conf", "spark.ui.showConsoleProgress=false",
         "--conf", "spark.sql.session.timeZone=UTC",
         "--conf", "spark.sql.shuffle.partitions=4",
+        *(a for name, value in s3.items() for a in ("--conf", f"spark.executorEnv.{name}={value}")),
         str(APP), str(base / "request.json"), str(base / "result.json"),
     ]  # fmt: skip
-    driver = Process.start("spark-submit", command, cluster.env, base / "driver.log", base)
+    env = {**cluster.env, **s3}
+    driver = Process.start("spark-submit", command, env, base / "driver.log", base)
     try:
         code = driver.popen.wait(timeout=240)
     except subprocess.TimeoutExpired:
@@ -260,3 +282,25 @@ def test_available_now_stream_on_the_cluster_copies_every_record_once(app, data)
     copied = Counter((key, value) for rows in decoded.values() for _o, key, value, _h in rows)
     written = Counter((r["key"], r["value"]) for rows in data["written"].values() for r in rows)
     assert copied == written
+
+
+def test_s3_directory_is_read_and_written_by_the_executors(app, cluster, data):
+    """The S3 copy of the data directory reads in the executors with the rows the local
+    directory holds; the executors' write to S3 reads back whole; the secret key is in no log
+    (the driver's, the master's and workers', the executors' stdout and stderr)."""
+    got = _ok(app, "s3")
+    expected = sorted(
+        [topic, p, i, None if r["key"] is None else r["key"].hex(), r["value"].hex()]
+        for (topic, p), rows in data["written"].items() for i, r in enumerate(rows)
+    )  # fmt: skip
+    assert got["rows"] == expected
+    assert got["copied"] == sorted(([k, v] for _t, _p, _o, k, v in expected), key=repr)
+    worker_pids = {w.pid for w in cluster.workers}
+    assert got["tasks"] and all(
+        executor is not None and executor["jvm_parent"] in worker_pids
+        for _pid, executor in got["tasks"]
+    ), got["tasks"]
+    logs = [data["base"] / "driver.log", *cluster.work_dirs[0].parent.glob("*.log"),
+            *(p for d in cluster.work_dirs for p in d.rglob("std*"))]  # fmt: skip
+    leaked = [str(p) for p in logs if p.is_file() and SECRET in p.read_text(errors="replace")]
+    assert not leaked, f"the secret key was written to {leaked}"
