@@ -24,11 +24,14 @@ from ..errors import CorruptRecordError, InvalidRecordError, UnsupportedCompress
 from .codecs import DEFAULT_MAX_DECOMPRESSED_SIZE, CompressionType, decompress
 from .constants import (
     ATTRIBUTES_OFFSET,
+    BASE_SEQUENCE_OFFSET,
     BASE_TIMESTAMP_OFFSET,
+    BATCH_HEADER,
     COMPRESSION_CODEC_MASK,
     CONTROL_FLAG_MASK,
     CRC_OFFSET,
     DELETE_HORIZON_FLAG_MASK,
+    LAST_OFFSET_DELTA_OFFSET,
     LOG_OVERHEAD,
     MAGIC_VALUE_V2,
     MAX_TIMESTAMP_OFFSET,
@@ -38,7 +41,10 @@ from .constants import (
     NO_SEQUENCE,
     NO_TIMESTAMP,
     PARTITION_LEADER_EPOCH_OFFSET,
+    PRODUCER_EPOCH_OFFSET,
+    PRODUCER_ID_OFFSET,
     RECORD_BATCH_OVERHEAD,
+    RECORDS_COUNT_OFFSET,
     RECORDS_OFFSET,
     TIMESTAMP_TYPE_MASK,
     TRANSACTIONAL_FLAG_MASK,
@@ -50,21 +56,48 @@ from .record import Record, decode_records_v2, increment_sequence
 
 __all__ = ["MutableRecordBatch", "RecordBatch", "encode_batch_header"]
 
-# The whole fixed header in one unpack: baseOffset .. recordsCount.
-_HEADER = struct.Struct(">qiibIhiqqqhii")
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
 _U32 = struct.Struct(">I")
 _I16 = struct.Struct(">h")
 
 
+def _field(fmt: struct.Struct, at: int, doc: str | None = None) -> property:
+    """A header field read from the entry's bytes at ``at`` on each access."""
+    unpack = fmt.unpack_from
+
+    def read(entry: BatchChecks) -> int:
+        return unpack(entry._buf, at)[0]
+
+    return property(read, doc=doc)
+
+
 class BatchChecks:
     """The rules every entry of a log applies alike to its ``attributes`` and stored CRC (Kafka's
     AbstractRecordBatch): a magic 2 :class:`RecordBatch` and a magic 0/1
     :class:`~kafkalog.format.legacy.LegacyBatch` supply ``attributes``, ``crc``,
-    ``compute_checksum``, ``position`` and the offset their errors name (:meth:`_error_offset`)."""
+    ``compute_checksum`` and the offset their errors name (:meth:`_error_offset`).
 
-    __slots__ = ()
+    A view over ``buf``, one entry's bytes; ``position`` is where the entry starts in its file or
+    buffer, for error messages. Building a view checks only the size (:meth:`_opened`)."""
+
+    __slots__ = ("_buf", "_max_decompressed_size", "position")
+
+    def __init__(
+        self,
+        buf: memoryview,
+        position: int = 0,
+        *,
+        max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
+    ) -> None:
+        self._buf = buf
+        self.position = position
+        self._max_decompressed_size = max_decompressed_size
+        self._opened()
+
+    def _opened(self) -> None:
+        """Once the fields are set: the entry's size check (and what the view caches)."""
+        raise NotImplementedError
 
     # The largest codec id the format allows.
     _MAX_CODEC: CompressionType = CompressionType.ZSTD
@@ -78,6 +111,10 @@ class BatchChecks:
     @property
     def compression_id(self) -> int:
         return self.attributes & COMPRESSION_CODEC_MASK
+
+    @property
+    def is_compressed(self) -> bool:
+        return self.compression_id != CompressionType.NONE
 
     @property
     def compression(self) -> CompressionType:
@@ -110,24 +147,16 @@ class RecordBatch(BatchChecks):
     view checks only the size; :meth:`ensure_valid` checks the CRC, and :meth:`records` the records.
     """
 
-    __slots__ = ("_buf", "_max_decompressed_size", "position")
+    __slots__ = ()
 
-    def __init__(
-        self,
-        buf: memoryview,
-        position: int = 0,
-        *,
-        max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
-    ) -> None:
-        if len(buf) < RECORD_BATCH_OVERHEAD:
+    def _opened(self) -> None:
+        size = len(self._buf)
+        if size < RECORD_BATCH_OVERHEAD:
             raise CorruptRecordError(
-                f"Record batch size {len(buf)} is less than the record batch overhead "
+                f"Record batch size {size} is less than the record batch overhead "
                 f"({RECORD_BATCH_OVERHEAD})",
-                position=position,
+                position=self.position,
             )
-        self._buf = buf
-        self.position = position
-        self._max_decompressed_size = max_decompressed_size
 
     # -- header fields ---------------------------------------------------------------------------
     @property
@@ -135,33 +164,30 @@ class RecordBatch(BatchChecks):
         """The batch's bytes (a view, not a copy)."""
         return self._buf
 
-    @property
-    def base_offset(self) -> int:
-        return _I64.unpack_from(self._buf, 0)[0]
+    base_offset = _field(_I64, 0)
+    partition_leader_epoch = _field(_I32, PARTITION_LEADER_EPOCH_OFFSET)
+    crc = _field(_U32, CRC_OFFSET)
+    attributes = _field(_I16, ATTRIBUTES_OFFSET)
+    last_offset_delta = _field(_I32, LAST_OFFSET_DELTA_OFFSET)
+    base_timestamp = _field(_I64, BASE_TIMESTAMP_OFFSET)
+    max_timestamp = _field(_I64, MAX_TIMESTAMP_OFFSET)
+    producer_id = _field(_I64, PRODUCER_ID_OFFSET)
+    producer_epoch = _field(_I16, PRODUCER_EPOCH_OFFSET)
+    base_sequence = _field(_I32, BASE_SEQUENCE_OFFSET)
+    count = _field(
+        _I32,
+        RECORDS_COUNT_OFFSET,
+        "The stored records count (0 for a batch emptied by compaction).",
+    )
+    records_count = count
 
     @property
     def size_in_bytes(self) -> int:
         return len(self._buf)
 
     @property
-    def partition_leader_epoch(self) -> int:
-        return _I32.unpack_from(self._buf, PARTITION_LEADER_EPOCH_OFFSET)[0]
-
-    @property
     def magic(self) -> int:
         return self._buf[16]
-
-    @property
-    def crc(self) -> int:
-        return _U32.unpack_from(self._buf, CRC_OFFSET)[0]
-
-    @property
-    def attributes(self) -> int:
-        return _I16.unpack_from(self._buf, ATTRIBUTES_OFFSET)[0]
-
-    @property
-    def last_offset_delta(self) -> int:
-        return _I32.unpack_from(self._buf, 23)[0]
 
     @property
     def last_offset(self) -> int:
@@ -172,42 +198,11 @@ class RecordBatch(BatchChecks):
         return self.last_offset + 1
 
     @property
-    def base_timestamp(self) -> int:
-        return _I64.unpack_from(self._buf, BASE_TIMESTAMP_OFFSET)[0]
-
-    @property
-    def max_timestamp(self) -> int:
-        return _I64.unpack_from(self._buf, MAX_TIMESTAMP_OFFSET)[0]
-
-    @property
-    def producer_id(self) -> int:
-        return _I64.unpack_from(self._buf, 43)[0]
-
-    @property
-    def producer_epoch(self) -> int:
-        return _I16.unpack_from(self._buf, 51)[0]
-
-    @property
-    def base_sequence(self) -> int:
-        return _I32.unpack_from(self._buf, 53)[0]
-
-    @property
     def last_sequence(self) -> int:
         base = self.base_sequence
         if base == NO_SEQUENCE:
             return NO_SEQUENCE
         return increment_sequence(base, self.last_offset_delta)
-
-    @property
-    def count(self) -> int:
-        """The stored records count (0 for a batch emptied by compaction)."""
-        return _I32.unpack_from(self._buf, 57)[0]
-
-    records_count = count
-
-    @property
-    def is_compressed(self) -> bool:
-        return self.compression_id != CompressionType.NONE
 
     @property
     def timestamp_type(self) -> TimestampType:
@@ -238,7 +233,7 @@ class RecordBatch(BatchChecks):
 
     def header(self) -> tuple:
         """All header fields at once (cheaper than one property at a time)."""
-        return _HEADER.unpack_from(self._buf, 0)
+        return BATCH_HEADER.unpack_from(self._buf, 0)
 
     # -- validity --------------------------------------------------------------------------------
     def compute_checksum(self) -> int:
@@ -400,7 +395,7 @@ def encode_batch_header(
     if length != RECORD_BATCH_OVERHEAD - LOG_OVERHEAD + len(records):
         raise ValueError(f"batch length {length} does not match {len(records)} bytes of records")
     out = bytearray(
-        _HEADER.pack(
+        BATCH_HEADER.pack(
             base_offset,
             length,
             partition_leader_epoch,

@@ -7,6 +7,7 @@ Values are Kafka's (RecordBatch, DefaultRecordBatch, LegacyRecord, ControlRecord
 from __future__ import annotations
 
 import enum
+import struct
 
 MAGIC_VALUE_V0 = 0
 MAGIC_VALUE_V1 = 1
@@ -40,6 +41,8 @@ BASE_SEQUENCE_OFFSET = 53
 RECORDS_COUNT_OFFSET = 57
 RECORDS_OFFSET = 61
 RECORD_BATCH_OVERHEAD = RECORDS_OFFSET
+# The whole fixed header in one unpack: baseOffset .. recordsCount.
+BATCH_HEADER = struct.Struct(">qiibIhiqqqhii")
 
 # Magic 2 attribute bits.
 COMPRESSION_CODEC_MASK = 0x07

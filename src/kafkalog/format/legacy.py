@@ -25,7 +25,7 @@ from collections.abc import Iterable
 
 from ..errors import CorruptRecordError, InvalidRecordError, UnsupportedCompressionTypeError
 from .batch import BatchChecks
-from .codecs import DEFAULT_MAX_DECOMPRESSED_SIZE, CompressionType, compress, decompress
+from .codecs import CompressionType, compress, decompress
 from .constants import (
     COMPRESSION_CODEC_MASK,
     LOG_OVERHEAD,
@@ -64,25 +64,16 @@ class LegacyBatch(BatchChecks):
     treat every magic alike; producer fields and the leader epoch are Kafka's -1 sentinels.
     """
 
-    __slots__ = ("_buf", "_inner", "_max_decompressed_size", "position")
+    __slots__ = ("_inner",)
 
-    def __init__(
-        self,
-        buf: memoryview,
-        position: int = 0,
-        *,
-        max_decompressed_size: int = DEFAULT_MAX_DECOMPRESSED_SIZE,
-    ) -> None:
-        self._buf = buf
-        self.position = position
+    def _opened(self) -> None:
         self._inner: list[Record] | None = None
-        self._max_decompressed_size = max_decompressed_size
-        size = len(buf) - LOG_OVERHEAD
+        size = len(self._buf) - LOG_OVERHEAD
         if size < _min_size(self.magic):
             raise CorruptRecordError(
                 f"Message size {size} is less than the minimum magic {self.magic} message "
                 f"overhead ({_min_size(self.magic)})",
-                position=position,
+                position=self.position,
             )
 
     # -- header fields ---------------------------------------------------------------------------
@@ -143,10 +134,6 @@ class LegacyBatch(BatchChecks):
     is_transactional = False
     is_control = False
     delete_horizon_ms = None
-
-    @property
-    def is_compressed(self) -> bool:
-        return self.compression_id != CompressionType.NONE
 
     @property
     def last_offset(self) -> int:

@@ -14,8 +14,10 @@ from kafkalog.errors import CorruptRecordError
 __all__ = [
     "DEFAULT_MAX_DECOMPRESSED_SIZE",
     "BytesLike",
+    "CappedOutput",
     "as_view",
     "check_level",
+    "joined",
     "too_large",
 ]
 
@@ -55,3 +57,33 @@ def too_large(name: str, max_size: int, where: str) -> CorruptRecordError:
     return CorruptRecordError(
         f"{name}: decompressed data would exceed max_size {max_size} bytes ({where})"
     )
+
+
+def joined(parts: list) -> bytes:
+    """``parts`` as one bytes object, not copied when it is a single bytes part."""
+    if len(parts) == 1 and isinstance(parts[0], bytes):
+        return parts[0]
+    return b"".join(parts)
+
+
+class CappedOutput:
+    """A decompressor's output so far, in parts: :meth:`add` raises :func:`too_large` as soon as
+    the ``total`` passes ``max_size``."""
+
+    __slots__ = ("max_size", "name", "parts", "total")
+
+    def __init__(self, name: str, max_size: int) -> None:
+        self.name = name
+        self.max_size = max_size
+        self.parts: list = []
+        self.total = 0
+
+    def add(self, part: BytesLike, where: str) -> None:
+        """Keep ``part``; ``where`` is what the error names."""
+        self.total += len(part)
+        if self.total > self.max_size:
+            raise too_large(self.name, self.max_size, where)
+        self.parts.append(part)
+
+    def joined(self) -> bytes:
+        return joined(self.parts)

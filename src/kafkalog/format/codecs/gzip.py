@@ -18,9 +18,9 @@ from kafkalog.errors import CorruptRecordError
 from kafkalog.format.codecs._common import (
     DEFAULT_MAX_DECOMPRESSED_SIZE,
     BytesLike,
+    CappedOutput,
     as_view,
     check_level,
-    too_large,
 )
 
 __all__ = ["DEFAULT_LEVEL", "MAX_LEVEL", "MIN_LEVEL", "compress", "decompress"]
@@ -60,19 +60,15 @@ def decompress(
         )
     if size < _MIN_HEADER:
         raise CorruptRecordError(f"gzip: stream of {size} bytes is shorter than a 10-byte header")
-    chunks: list[bytes] = []
-    total = 0
+    output = CappedOutput("gzip", max_size)
     member = 1
     pending = view
     inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
     try:
         while True:
-            chunk = inflater.decompress(pending, max_size - total + 1)
+            chunk = inflater.decompress(pending, max_size - output.total + 1)
             if chunk:
-                total += len(chunk)
-                if total > max_size:
-                    raise too_large("gzip", max_size, f"in member {member} of a {size}-byte stream")
-                chunks.append(chunk)
+                output.add(chunk, f"in member {member} of a {size}-byte stream")
             if inflater.eof:
                 rest = inflater.unused_data
                 # GZIPInputStream reads on only if the rest parses as a member header.
@@ -88,13 +84,11 @@ def decompress(
             else:
                 raise CorruptRecordError(
                     f"gzip: stream of {size} bytes ends inside member {member} "
-                    f"(after {total} bytes of output)"
+                    f"(after {output.total} bytes of output)"
                 )
     except zlib.error as e:
         reason = str(e).rpartition(": ")[2]
         raise CorruptRecordError(
             f"gzip: {reason} in member {member} of a {size}-byte stream"
         ) from e
-    if len(chunks) == 1:
-        return chunks[0]
-    return b"".join(chunks)
+    return output.joined()

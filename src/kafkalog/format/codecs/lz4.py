@@ -30,6 +30,7 @@ from kafkalog.errors import CorruptRecordError
 from kafkalog.format.codecs._common import (
     DEFAULT_MAX_DECOMPRESSED_SIZE,
     BytesLike,
+    CappedOutput,
     as_view,
     check_level,
     too_large,
@@ -97,8 +98,7 @@ def decompress(
     size = len(view)
     pos, flg, max_block = _read_header(view, magic)
     block_checksum = 4 if flg & _FLG_BLOCK_CHECKSUM else 0
-    parts = []
-    total = 0
+    output = CappedOutput("lz4", max_size)
     while True:
         if size - pos < 4:
             raise CorruptRecordError(
@@ -127,7 +127,7 @@ def decompress(
             # What a valid block can decode to, and room for one byte past max_size at most, so
             # that a 4 MiB block cannot overshoot it; python-lz4 allocates all of ``room``.
             limit = min(max_block, _MAX_EXPANSION * length + _EXPANSION_SLACK)
-            room = min(limit, max_size - total + 1)
+            room = min(limit, max_size - output.total + 1)
             try:
                 out = lz4.block.decompress(block, uncompressed_size=room)
             except lz4.block.LZ4BlockError as e:
@@ -139,18 +139,13 @@ def decompress(
                     f"lz4: block of {length} bytes at byte {pos} of {size} does not decompress "
                     f"into at most {limit} bytes"
                 ) from e
-        total += len(out)
-        if total > max_size:
-            raise too_large("lz4", max_size, f"at byte {pos} of a {size}-byte frame")
-        parts.append(out)
+        output.add(out, f"at byte {pos} of a {size}-byte frame")
         pos += length + block_checksum
     if flg & _FLG_CONTENT_CHECKSUM and size - pos < 4:
         raise CorruptRecordError(
             f"lz4: frame of {size} bytes ends at byte {pos} without its 4-byte content checksum"
         )
-    if len(parts) == 1 and isinstance(parts[0], bytes):
-        return parts[0]
-    return b"".join(parts)
+    return output.joined()
 
 
 def _read_header(view: memoryview, magic: int) -> tuple[int, int, int]:

@@ -25,6 +25,7 @@ from kafkalog.format.codecs._common import (
     DEFAULT_MAX_DECOMPRESSED_SIZE,
     BytesLike,
     as_view,
+    joined,
     too_large,
 )
 
@@ -81,9 +82,7 @@ def decompress(
             parts.append(cramjam.snappy.decompress_raw(block))
         except cramjam.DecompressionError as e:
             raise CorruptRecordError(f"snappy: {_reason(e)} (input of {len(view)} bytes)") from e
-    if len(parts) == 1:
-        return bytes(parts[0])
-    return b"".join(parts)
+    return joined(parts)
 
 
 def _xerial_blocks(view: memoryview) -> list[memoryview]:

@@ -42,8 +42,10 @@ from kafkalog.errors import CorruptRecordError, UnsupportedCompressionTypeError
 from kafkalog.format.codecs._common import (
     DEFAULT_MAX_DECOMPRESSED_SIZE,
     BytesLike,
+    CappedOutput,
     as_view,
     check_level,
+    joined,
     too_large,
 )
 
@@ -190,10 +192,9 @@ def decompress_frames(
     if declared > max_size:
         raise too_large("zstd", max_size, f"frames declare {declared} bytes")
     decompressor = _decompressor()
-    parts = []
-    total = 0
+    output = CappedOutput("zstd", max_size)
     for start, end, content_size, exact, bound in frames:
-        budget = max_size - total
+        budget = max_size - output.total
         expected = bound if content_size is None else content_size
         unproven = expected - exact
         if not earns_buffer(unproven, end - start):
@@ -235,13 +236,8 @@ def decompress_frames(
             raise CorruptRecordError(
                 f"zstd: {reason} (frame at byte {start} of {len(view)})"
             ) from e
-        total += len(out)
-        if total > max_size:
-            raise too_large("zstd", max_size, f"frame at byte {start} of {len(view)}")
-        parts.append(out)
-    if len(parts) == 1:
-        return parts[0]
-    return b"".join(parts)
+        output.add(out, f"frame at byte {start} of {len(view)}")
+    return output.joined()
 
 
 def earns_buffer(unproven: int, compressed: int) -> bool:
@@ -281,9 +277,7 @@ def _read_capped(
         if len(chunk) < size:
             # A short read is the end of the frame (the walk checked that the input is whole).
             break
-    if len(chunks) == 1:
-        return chunks[0]
-    return b"".join(chunks)
+    return joined(chunks)
 
 
 def walk_frames(view: memoryview) -> list[tuple[int, int, int | None, int, int]]:

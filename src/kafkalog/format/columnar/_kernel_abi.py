@@ -16,6 +16,8 @@ exceptions, so both twins raise identical errors.
 
 from __future__ import annotations
 
+import operator
+
 ABI_VERSION = 13
 
 # -- output slots (sink arrays, in this order) ---------------------------------------------------
@@ -175,3 +177,8 @@ PLAN_BYTES = 2  # size of its (uncompressed) records section
 PLAN_FIRST_TS = 3  # first record's timestamp: the batch's baseTimestamp
 PLAN_MAX_TS = 4  # its max timestamp
 PLAN_WIDTH = 5
+
+# -- decode_records_v2's batch fields, out of a v2 header unpacked whole (constants.BATCH_HEADER):
+# count, base offset, base and max timestamps, attributes, base sequence, producer id and epoch,
+# leader epoch, then lastOffsetDelta (which the kernel takes after the offset range)
+records_v2_fields = operator.itemgetter(12, 0, 7, 8, 5, 11, 9, 10, 2, 6)

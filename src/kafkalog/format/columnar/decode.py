@@ -26,6 +26,7 @@ import pyarrow as pa
 
 from ...errors import CorruptRecordError, UnsupportedCompressionTypeError
 from ..codecs import DEFAULT_MAX_DECOMPRESSED_SIZE
+from ..constants import BATCH_HEADER
 from . import _kernel_abi as A
 from ._kernels import kernels as default_kernels
 from .errors import Context, kernel_error
@@ -53,7 +54,6 @@ SCHEMA = pa.schema(
     ]
 )
 
-_HEADER = struct.Struct(">qiibIhiqqqhii")
 _ENTRY = struct.Struct(">qi")
 _I64 = struct.Struct(">q")
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
@@ -482,21 +482,8 @@ class ColumnarDecoder:
         where = position_base + pos
         magic = view[pos + 16]
         if magic == 2:
-            (
-                base_offset,
-                length,
-                leader_epoch,
-                _,
-                _,
-                attributes,
-                last_delta,
-                base_ts,
-                max_ts,
-                producer_id,
-                producer_epoch,
-                base_sequence,
-                count,
-            ) = _HEADER.unpack_from(view, pos)
+            header = BATCH_HEADER.unpack_from(view, pos)
+            base_offset, length, _, _, _, attributes, last_delta, *_ = header
             codec = attributes & 0x07
             if codec > 4:
                 raise UnsupportedCompressionTypeError(
@@ -514,21 +501,8 @@ class ColumnarDecoder:
                     position=where,
                     offset=base_offset,
                 ) from None
-            args = (
-                count,
-                base_offset,
-                base_ts,
-                max_ts,
-                attributes,
-                base_sequence,
-                producer_id,
-                producer_epoch,
-                leader_epoch,
-                lo,
-                hi,
-                last_delta,
-            )
-            r = _grown_run(b, self._kernels.decode_records_v2, data, *args)
+            *fields, _ = A.records_v2_fields(header)
+            r = _grown_run(b, self._kernels.decode_records_v2, data, *fields, lo, hi, last_delta)
             if r[0] == A.ERROR:
                 ctx = Context("v2", data, batch_position=where, batch_offset=base_offset)
                 raise kernel_error(r, ctx)

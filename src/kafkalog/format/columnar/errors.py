@@ -46,107 +46,130 @@ def _offset_at(data, pos: int) -> int:
     return _I64.unpack_from(data, pos)[0]
 
 
+# Each rule's exception and message, worded from its values: ``a``, ``b``, ``c`` (see
+# _kernel_abi) and ``p``, the position as the message shows it; ``field`` names a varint (record
+# rules) or the key or value (legacy rules), ``wrapper`` is the position legacy.py names.
+_RECORD_RULES: dict[int, tuple[type[KafkalogError], str]] = {
+    A.E_COUNT_TOO_LARGE: (
+        InvalidRecordError,
+        "Found invalid record count {a}: {b} bytes of records can hold at most {most}",
+    ),
+    A.E_VARINT_EOF: (CorruptRecordError, "{field} at position {p} runs past the end of its record"),
+    A.E_VARINT_LONG: (CorruptRecordError, "{field} at position {p} is longer than {b} bytes"),
+    A.E_RECORD_SIZE_OVERRUN: (
+        InvalidRecordError,
+        "Invalid record size {a} at position {p}: {b} bytes left in the batch",
+    ),
+    A.E_RECORD_SIZE_SMALL: (
+        InvalidRecordError,
+        "Invalid record size {a} at position {p}: a record body needs at least 6 bytes",
+    ),
+    A.E_KEY_OVERRUN: (
+        InvalidRecordError,
+        "Key of {a} bytes at position {p} overruns its record ({b} bytes left)",
+    ),
+    A.E_VALUE_OVERRUN: (
+        InvalidRecordError,
+        "Value of {a} bytes at position {p} overruns its record ({b} bytes left)",
+    ),
+    A.E_HEADERS_NEGATIVE: (InvalidRecordError, "Found invalid number of record headers {a}"),
+    A.E_HEADERS_TOO_MANY: (
+        InvalidRecordError,
+        "Found invalid number of record headers {a}: only {b} bytes left in the record",
+    ),
+    A.E_HKEY_SIZE: (InvalidRecordError, "Invalid header key size {a} at position {p}"),
+    A.E_HVAL_OVERRUN: (
+        InvalidRecordError,
+        "Header value of {a} bytes at position {p} overruns its record",
+    ),
+    A.E_RECORD_PAYLOAD: (
+        InvalidRecordError,
+        "Invalid record size: expected to read {a} bytes in record payload at position {p}, "
+        "but instead read {b}",
+    ),
+    A.E_RECORDS_REMAINING: (
+        InvalidRecordError,
+        "Incorrect declared batch size, records still remaining: {a} bytes after {b} records",
+    ),
+}
+_LEGACY_RULES: dict[int, tuple[type[KafkalogError], str]] = {
+    A.E_LEGACY_MSG_SIZE: (
+        CorruptRecordError,
+        "Message size {a} is less than the minimum magic {b} message overhead ({overhead})",
+    ),
+    A.E_LEGACY_OVERRUN: (
+        CorruptRecordError,
+        "Message {field} size {b} exceeds the {c} bytes left in the message",
+    ),
+    A.E_CRC: (CorruptRecordError, "Record is corrupt (stored crc = {a}, computed crc = {b})"),
+    A.E_LEGACY_CODEC: (
+        UnsupportedCompressionTypeError,
+        "Compression type id {a} is not allowed in magic {b} messages",
+    ),
+    A.E_LEGACY_NULL_WRAPPER: (
+        InvalidRecordError,
+        "Found invalid compressed record set with null value (magic = {a})",
+    ),
+    A.E_INNER_STRAY: (
+        CorruptRecordError,
+        "Compressed message set of the wrapper at position {wrapper} ends with {a} stray bytes",
+    ),
+    A.E_INNER_SIZE: (
+        CorruptRecordError,
+        "Inner message at byte {a} of the wrapper at position {wrapper} has invalid size {b} "
+        "({c} bytes left)",
+    ),
+    A.E_INNER_MAGIC: (
+        InvalidRecordError,
+        "Compressed message magic {a} does not match wrapper magic {b}",
+    ),
+    A.E_INNER_NESTED: (
+        InvalidRecordError,
+        "Compressed message set contains a compressed inner message (nested compression is not "
+        "allowed)",
+    ),
+    A.E_INNER_EMPTY: (
+        InvalidRecordError,
+        "Found invalid compressed record set with no inner records",
+    ),
+    A.E_WRAPPER_OFFSET: (
+        InvalidRecordError,
+        "Found invalid wrapper offset in compressed v1 message set, wrapper offset '{a}' is less "
+        "than the last inner message offset '{b}' and it is not zero.",
+    ),
+}
+# The entry walk's framing rules: CorruptRecordError at the entry, ``b`` its offset.
+_ENTRY_RULES = {
+    A.E_ENTRY_SIZE: "Found record size {a} smaller than minimum record overhead (14)",
+    A.E_MAGIC: "Invalid magic {a} (expected 0, 1 or 2)",
+    A.E_BATCH_SIZE: "Record batch size {a} is less than the record batch overhead (61)",
+}
+
+
+def _worded(rules: dict, code: int, **values: object) -> tuple[type[KafkalogError], str]:
+    """Rule ``code``'s exception and its message with ``values`` filled in."""
+    rule = rules.get(code)
+    if rule is None:
+        raise AssertionError(f"unknown kernel error code {code}")
+    cls, template = rule
+    return cls, template.format(**values)
+
+
 def _record_message(code: int, a: int, b: int, p: int, c: int = 0) -> tuple[type, str]:
     """record.py's message for a v2 record rule; ``p`` is the position as the message shows it."""
     if code == A.E_RECORD_OFFSET:
         return RecordOffsetError, record_offset_message(a, b, c, p)
-    if code == A.E_COUNT_TOO_LARGE:
-        return InvalidRecordError, (
-            f"Found invalid record count {a}: {b} bytes of records can hold at most {b // 7}"
-        )
-    if code == A.E_VARINT_EOF:
-        return (
-            CorruptRecordError,
-            f"{A.VARINT_FIELDS[a]} at position {p} runs past the end of its record",
-        )
-    if code == A.E_VARINT_LONG:
-        return CorruptRecordError, f"{A.VARINT_FIELDS[a]} at position {p} is longer than {b} bytes"
-    if code == A.E_RECORD_SIZE_OVERRUN:
-        return InvalidRecordError, (
-            f"Invalid record size {a} at position {p}: {b} bytes left in the batch"
-        )
-    if code == A.E_RECORD_SIZE_SMALL:
-        return InvalidRecordError, (
-            f"Invalid record size {a} at position {p}: a record body needs at least 6 bytes"
-        )
-    if code == A.E_KEY_OVERRUN:
-        return InvalidRecordError, (
-            f"Key of {a} bytes at position {p} overruns its record ({b} bytes left)"
-        )
-    if code == A.E_VALUE_OVERRUN:
-        return InvalidRecordError, (
-            f"Value of {a} bytes at position {p} overruns its record ({b} bytes left)"
-        )
-    if code == A.E_HEADERS_NEGATIVE:
-        return InvalidRecordError, f"Found invalid number of record headers {a}"
-    if code == A.E_HEADERS_TOO_MANY:
-        return InvalidRecordError, (
-            f"Found invalid number of record headers {a}: only {b} bytes left in the record"
-        )
-    if code == A.E_HKEY_SIZE:
-        return InvalidRecordError, f"Invalid header key size {a} at position {p}"
-    if code == A.E_HVAL_OVERRUN:
-        return InvalidRecordError, f"Header value of {a} bytes at position {p} overruns its record"
-    if code == A.E_RECORD_PAYLOAD:
-        return InvalidRecordError, (
-            f"Invalid record size: expected to read {a} bytes in record payload at position {p}, "
-            f"but instead read {b}"
-        )
-    if code == A.E_RECORDS_REMAINING:
-        return InvalidRecordError, (
-            f"Incorrect declared batch size, records still remaining: {a} bytes after {b} records"
-        )
-    raise AssertionError(f"unknown kernel error code {code}")
+    field = A.VARINT_FIELDS[a] if code in (A.E_VARINT_EOF, A.E_VARINT_LONG) else ""
+    return _worded(_RECORD_RULES, code, a=a, b=b, p=p, field=field, most=b // 7)
 
 
 def _legacy_message(code: int, a: int, b: int, c: int, wrapper: int) -> tuple[type, str]:
     """legacy.py's message for a magic 0/1 rule; ``wrapper`` is the message's (or wrapper's)
     position as legacy.py names it."""
-    if code == A.E_LEGACY_MSG_SIZE:
-        return CorruptRecordError, (
-            f"Message size {a} is less than the minimum magic {b} message overhead "
-            f"({14 if b == 0 else 22})"
-        )
-    if code == A.E_LEGACY_OVERRUN:
-        return CorruptRecordError, (
-            f"Message {_FIELDS[a]} size {b} exceeds the {c} bytes left in the message"
-        )
-    if code == A.E_CRC:
-        return CorruptRecordError, f"Record is corrupt (stored crc = {a}, computed crc = {b})"
-    if code == A.E_LEGACY_CODEC:
-        return UnsupportedCompressionTypeError, (
-            f"Compression type id {a} is not allowed in magic {b} messages"
-        )
-    if code == A.E_LEGACY_NULL_WRAPPER:
-        return InvalidRecordError, (
-            f"Found invalid compressed record set with null value (magic = {a})"
-        )
-    if code == A.E_INNER_STRAY:
-        return CorruptRecordError, (
-            f"Compressed message set of the wrapper at position {wrapper} ends with {a} stray bytes"
-        )
-    if code == A.E_INNER_SIZE:
-        return CorruptRecordError, (
-            f"Inner message at byte {a} of the wrapper at position {wrapper} has invalid size "
-            f"{b} ({c} bytes left)"
-        )
-    if code == A.E_INNER_MAGIC:
-        return InvalidRecordError, (
-            f"Compressed message magic {a} does not match wrapper magic {b}"
-        )
-    if code == A.E_INNER_NESTED:
-        return InvalidRecordError, (
-            "Compressed message set contains a compressed inner message (nested compression is "
-            "not allowed)"
-        )
-    if code == A.E_INNER_EMPTY:
-        return InvalidRecordError, "Found invalid compressed record set with no inner records"
-    if code == A.E_WRAPPER_OFFSET:
-        return InvalidRecordError, (
-            f"Found invalid wrapper offset in compressed v1 message set, wrapper offset '{a}' is "
-            f"less than the last inner message offset '{b}' and it is not zero."
-        )
-    raise AssertionError(f"unknown kernel error code {code}")
+    field = _FIELDS[a] if code == A.E_LEGACY_OVERRUN else ""
+    overhead = 14 if b == 0 else 22
+    values = {"a": a, "b": b, "c": c, "wrapper": wrapper, "field": field, "overhead": overhead}
+    return _worded(_LEGACY_RULES, code, **values)
 
 
 _LEGACY_CODES = frozenset(range(A.E_CRC, A.E_WRAPPER_OFFSET + 1))
@@ -181,22 +204,9 @@ def kernel_error(result: tuple, ctx: Context) -> KafkalogError:
         return error
     if ctx.kind == "entries":
         p = ctx.position_base + pos
-        if code == A.E_ENTRY_SIZE:
-            return CorruptRecordError(
-                f"Found record size {a} smaller than minimum record overhead (14)",
-                position=p,
-                offset=b,
-            )
-        if code == A.E_MAGIC:
-            return CorruptRecordError(
-                f"Invalid magic {a} (expected 0, 1 or 2)", position=p, offset=b
-            )
-        if code == A.E_BATCH_SIZE:
-            return CorruptRecordError(
-                f"Record batch size {a} is less than the record batch overhead (61)",
-                position=p,
-                offset=b,
-            )
+        framing = _ENTRY_RULES.get(code)
+        if framing is not None:
+            return CorruptRecordError(framing.format(a=a), position=p, offset=b)
         entry = ctx.position_base + entry_pos
         entry_offset = _offset_at(data, entry_pos)
         if code == A.E_CODEC:  # as the driver and RecordBatch.compression word it

@@ -13,15 +13,13 @@ precise error or handles the old formats; so the fast walk never words an error 
 
 from __future__ import annotations
 
-import struct
 from typing import NamedTuple
 
-from ..constants import LOG_OVERHEAD, MAGIC_VALUE_V2, RECORD_BATCH_OVERHEAD
+from ..constants import BATCH_HEADER, LOG_OVERHEAD, MAGIC_VALUE_V2, RECORD_BATCH_OVERHEAD
 from ..crc import crc32c
 
 __all__ = ["V2Header", "scan_v2_batches"]
 
-_HEADER = struct.Struct(">qiibIhiqqqhii")  # baseOffset .. recordsCount (61 bytes)
 _CRC_FROM = 21  # the CRC-32C covers attributes to the end of the batch
 _CONTROL = 0x20
 
@@ -55,7 +53,7 @@ class V2Header(NamedTuple):
 def scan_v2_batches(view: memoryview, *, check_crc: bool = True) -> list[V2Header] | None:
     """The headers of the whole magic 2 batches filling ``view`` exactly, CRCs checked; None
     when ``view`` holds anything else (the caller's general path then explains or handles it)."""
-    unpack, make = _HEADER.unpack_from, V2Header._make
+    unpack, make = BATCH_HEADER.unpack_from, V2Header._make
     headers: list[V2Header] = []
     pos, end = 0, len(view)
     while pos < end:

@@ -15,10 +15,12 @@ import zlib
 from array import array
 
 from ...codecs import lz4 as _lz4
+from ...constants import BATCH_HEADER
 from ...crc import crc32c
 from .. import _kernel_abi as A
 from .encode import (
     Source,
+    _wrap64,
     binary_column,
     encode_batches,
     encode_compressed,
@@ -56,12 +58,6 @@ _I32_MIN, _I32_MAX = -(1 << 31), (1 << 31) - 1
 _I64_MAX = (1 << 63) - 1
 _I64_MIN = -(1 << 63)
 _MAX_LAST = _I64_MAX - 1  # offsets_rule.MAX_LAST_OFFSET: a log's next offset must fit int64
-
-
-def _wrap64(x: int) -> int:
-    if -(1 << 63) <= x < (1 << 63):
-        return x
-    return ((x + (1 << 63)) & _M64) - (1 << 63)
 
 
 def _wrap32(x: int) -> int:
@@ -180,27 +176,15 @@ def _sequence(base_sequence: int, delta: int) -> int:
 
 
 def _records_v2(
-    sink: Sink,
-    buf,
-    start: int,
-    end: int,
-    count: int,
-    base_offset: int,
-    base_ts: int,
-    max_ts: int,
-    attributes: int,
-    base_sequence: int,
-    producer_id: int,
-    producer_epoch: int,
-    leader_epoch: int,
-    last_delta: int,
-    start_offset: int,
-    end_offset: int,
+    sink: Sink, buf, start: int, end: int, batch: tuple, start_offset: int, end_offset: int
 ) -> None:
-    """Append the ``count`` records of ``buf[start:end]``; raise _Fail on bad bytes or no room.
+    """Append the records of ``buf[start:end]``; raise _Fail on bad bytes or no room. ``batch``
+    holds the batch's fields in decode_records_v2's order (see ``_kernel_abi.records_v2_fields``).
 
     Columns are gathered in lists for the whole batch and written with one slice assignment
     each, after every check passed (the sink is untouched when this raises)."""
+    (count, base_offset, base_ts, max_ts, attributes, base_sequence, producer_id, producer_epoch,
+     leader_epoch, last_delta) = batch  # fmt: skip
     v = sink.views
     st = v[A.STATE]
     if count * 7 > end - start:
@@ -470,21 +454,8 @@ def decode_entries(
 
 
 def _batch_header(buf, pos: int) -> tuple:
-    """(count, base offset, base timestamp, max timestamp, attributes, base sequence, producer id,
-    producer epoch, partition leader epoch, lastOffsetDelta) of the v2 batch at ``pos``, in the
-    records' order."""
-    return (
-        _be(buf, pos + 57, 4),
-        _be(buf, pos, 8),
-        _be(buf, pos + 27, 8),
-        _be(buf, pos + 35, 8),
-        _be(buf, pos + 21, 2),
-        _be(buf, pos + 53, 4),
-        _be(buf, pos + 43, 8),
-        _be(buf, pos + 51, 2),
-        _be(buf, pos + 12, 4),
-        _be(buf, pos + 23, 4),
-    )
+    """The fields of the v2 batch at ``pos`` in decode_records_v2's order, lastOffsetDelta last."""
+    return A.records_v2_fields(BATCH_HEADER.unpack_from(buf, pos))
 
 
 def _inflate_v2_batch(sink, buf, pos, start_offset, end_offset, inflate, max_size) -> int:
@@ -581,8 +552,8 @@ def _walk_entries(
                     continue
                 if attributes & 0x07:  # even with a count of 0: hidden records are found
                     return (A.DECOMPRESS, pos, 0, 0, 0, 0, pos)
-                fields = _batch_header(buf, pos)
-                _records_v2(sink, buf, pos + 61, entry_end, *fields, start_offset, end_offset)
+                batch = _batch_header(buf, pos)
+                _records_v2(sink, buf, pos + 61, entry_end, batch, start_offset, end_offset)
             else:
                 if size < _min_legacy_size(magic):
                     return (A.ERROR, pos, A.E_LEGACY_MSG_SIZE, size, magic, 0, pos)
@@ -640,24 +611,9 @@ def decode_records_v2(
         raise ValueError("decode_records_v2: count or lastOffsetDelta out of range")
     saved = _save(sink)
     try:
-        _records_v2(
-            sink,
-            data,
-            0,
-            len(data),
-            count,
-            base_offset,
-            base_ts,
-            max_ts,
-            attributes,
-            base_sequence,
-            producer_id,
-            producer_epoch,
-            leader_epoch,
-            last_delta,
-            start_offset,
-            end_offset,
-        )
+        batch = (count, base_offset, base_ts, max_ts, attributes, base_sequence, producer_id,
+                 producer_epoch, leader_epoch, last_delta)  # fmt: skip
+        _records_v2(sink, data, 0, len(data), batch, start_offset, end_offset)
     except _Fail as f:
         if f.result[0] == A.NEED_SPACE:
             _restore(sink, saved)

@@ -381,6 +381,15 @@ PyObject *kl_decode_entries(PyObject *mod, PyObject *const *args, Py_ssize_t nar
     return kl_result_tuple(&r);
 }
 
+/* A whole decompressed set is decoded all or nothing: a run stopped for space leaves the sink's
+ * state as it found it (saved), and the driver names the entry (entry_pos 0). */
+static PyObject *set_result(SinkObject *s, const int64_t *saved, result_t *r, Py_buffer *in) {
+    if (r->status == NEED_SPACE) memcpy(s->p[S_STATE], saved, STATE_SIZE * sizeof(int64_t));
+    r->entry_pos = 0;
+    PyBuffer_Release(in);
+    return kl_result_tuple(r);
+}
+
 PyObject *kl_decode_records_v2(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
     long long v[12];
     SinkObject *s = kl_sink_args("decode_records_v2", args, nargs, 14, v, 12);
@@ -398,18 +407,12 @@ PyObject *kl_decode_records_v2(PyObject *mod, PyObject *const *args, Py_ssize_t 
     Py_buffer in;
     if (kl_get_bytes(args[1], &in) < 0) return NULL;
     result_t r = {END, in.len, 0, 0, 0, 0, 0};
-    int rc;
     int64_t saved[STATE_SIZE];
     memcpy(saved, s->p[S_STATE], sizeof(saved));
     Py_BEGIN_ALLOW_THREADS
-    rc = kl_records_v2(s, in.buf, 0, in.len, &bt, &r);
+    kl_records_v2(s, in.buf, 0, in.len, &bt, &r);
     Py_END_ALLOW_THREADS
-    if (rc) {
-        if (r.status == NEED_SPACE) memcpy(s->p[S_STATE], saved, sizeof(saved));
-        r.entry_pos = 0;
-    }
-    PyBuffer_Release(&in);
-    return kl_result_tuple(&r);
+    return set_result(s, saved, &r, &in);
 }
 
 PyObject *kl_decode_legacy_set(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
@@ -424,8 +427,5 @@ PyObject *kl_decode_legacy_set(PyObject *mod, PyObject *const *args, Py_ssize_t 
     Py_BEGIN_ALLOW_THREADS
     kl_legacy_set(s, in.buf, in.len, v[0], (int)v[1], (int)v[2], v[3], v[4], v[5], (int)v[6], &r);
     Py_END_ALLOW_THREADS
-    if (r.status == NEED_SPACE) memcpy(s->p[S_STATE], saved, sizeof(saved));
-    r.entry_pos = 0;
-    PyBuffer_Release(&in);
-    return kl_result_tuple(&r);
+    return set_result(s, saved, &r, &in);
 }
