@@ -145,10 +145,6 @@ OFFSET_DELETE_RESPONSE = api_message(
     """
 error_code int16
 throttle_time_ms int32
-topics []
-  name string
-  partitions []
-    partition_index int32
-    error_code int16
+topics []TopicPartitionErrors
 """,
 )

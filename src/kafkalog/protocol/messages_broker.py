@@ -47,11 +47,7 @@ responses []
       leader_id int32 10+ =-1
       leader_epoch int32 10+ =-1
 throttle_time_ms int32
-node_endpoints [] 10+ tag=0
-  node_id int32 10+
-  host string 10+
-  port int32 10+
-  rack string 10+ ? =null
+node_endpoints []NodeEndpoint 10+ tag=0
 """,
 )
 
@@ -122,11 +118,7 @@ responses []
       first_offset int64
     preferred_read_replica int32 11+ =-1
     records records ?
-node_endpoints [] 16+ tag=0
-  node_id int32 16+
-  host string 16+
-  port int32 16+
-  rack string 16+ ? =null
+node_endpoints []NodeEndpoint 16+ tag=0
 """,
 )
 

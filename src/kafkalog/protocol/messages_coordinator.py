@@ -35,11 +35,7 @@ OFFSET_COMMIT_RESPONSE = api_message(
     "8+",
     """
 throttle_time_ms int32 3+
-topics []
-  name string
-  partitions []
-    partition_index int32
-    error_code int16
+topics []TopicPartitionErrors
 """,
 )
 
@@ -415,11 +411,7 @@ TXN_OFFSET_COMMIT_RESPONSE = api_message(
     "3+",
     """
 throttle_time_ms int32
-topics []
-  name string
-  partitions []
-    partition_index int32
-    error_code int16
+topics []TopicPartitionErrors
 """,
 )
 
@@ -509,11 +501,7 @@ WRITE_TXN_MARKERS_RESPONSE = api_message(
     """
 markers []
   producer_id int64
-  topics []
-    name string
-    partitions []
-      partition_index int32
-      error_code int16
+  topics []TopicPartitionErrors
 """,
 )
 

@@ -14,6 +14,27 @@ from __future__ import annotations
 
 from ..message import Message
 
+# What the records of several group types hold alike (Kafka declares it anew in each record's
+# JSON, with the same fields).
+PARTITION_METADATA = """
+topics []
+  topicId uuid
+  topicName string
+  numPartitions int32
+  partitionMetadata []
+    partition int32
+    racks [string]
+"""
+TARGET_ASSIGNMENT_METADATA = """
+assignmentEpoch int32
+assignmentTimestamp int64 tag=0 =0
+"""
+TARGET_ASSIGNMENT_MEMBER = """
+topicPartitions []
+  topicId uuid
+  partitions [int32]
+"""
+
 OFFSET_COMMIT_VALUE = Message(
     "OffsetCommitValue",
     "0-4",
@@ -61,18 +82,7 @@ metadataHash int64 tag=0 =0
 )
 
 CONSUMER_GROUP_PARTITION_METADATA_VALUE = Message(
-    "ConsumerGroupPartitionMetadataValue",
-    "0",
-    "0+",
-    """
-topics []
-  topicId uuid
-  topicName string
-  numPartitions int32
-  partitionMetadata []
-    partition int32
-    racks [string]
-""",
+    "ConsumerGroupPartitionMetadataValue", "0", "0+", PARTITION_METADATA
 )
 
 CONSUMER_GROUP_MEMBER_METADATA_VALUE = Message(
@@ -97,24 +107,11 @@ classicMemberMetadata {} ? tag=0 ={}
 )
 
 CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE = Message(
-    "ConsumerGroupTargetAssignmentMetadataValue",
-    "0",
-    "0+",
-    """
-assignmentEpoch int32
-assignmentTimestamp int64 tag=0 =0
-""",
+    "ConsumerGroupTargetAssignmentMetadataValue", "0", "0+", TARGET_ASSIGNMENT_METADATA
 )
 
 CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE = Message(
-    "ConsumerGroupTargetAssignmentMemberValue",
-    "0",
-    "0+",
-    """
-topicPartitions []
-  topicId uuid
-  partitions [int32]
-""",
+    "ConsumerGroupTargetAssignmentMemberValue", "0", "0+", TARGET_ASSIGNMENT_MEMBER
 )
 
 CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE = Message(
@@ -125,15 +122,16 @@ CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE = Message(
 memberEpoch int32
 previousMemberEpoch int32
 state int8
-assignedPartitions []
-  topicId uuid
-  partitions [int32]
-  assignmentEpochs [int32] ? tag=0 =[]
-partitionsPendingRevocation []
-  topicId uuid
-  partitions [int32]
-  assignmentEpochs [int32] ? tag=0 =[]
+assignedPartitions []TopicPartitions
+partitionsPendingRevocation []TopicPartitions
 """,
+    structs={
+        "TopicPartitions": """
+topicId uuid
+partitions [int32]
+assignmentEpochs [int32] ? tag=0 =[]
+""",
+    },
 )
 
 CONSUMER_GROUP_REGULAR_EXPRESSION_VALUE = Message(

@@ -11,6 +11,21 @@ from __future__ import annotations
 
 from ..message import Message
 
+# The listeners and supported features a broker or controller registers with.
+_STRUCTS = {
+    "Endpoint": """
+name string
+host string
+port uint16
+securityProtocol int16
+""",
+    "Feature": """
+name string
+minSupportedVersion int16
+maxSupportedVersion int16
+""",
+}
+
 REGISTER_BROKER_RECORD = Message(
     "RegisterBrokerRecord",
     "0-4",
@@ -20,21 +35,15 @@ brokerId int32
 isMigratingZkBroker bool 2+ =false
 incarnationId uuid
 brokerEpoch int64
-endPoints []
-  name string
-  host string
-  port uint16
-  securityProtocol int16
-features []
-  name string
-  minSupportedVersion int16
-  maxSupportedVersion int16
+endPoints []Endpoint
+features []Feature
 rack string ? =""
 fenced bool =true
 inControlledShutdown bool 1+ =false
 logDirs [uuid] 3+ tag=0
 cordonedLogDirs [uuid] 4+ ? tag=1 =null
 """,
+    structs=_STRUCTS,
 )
 
 UNREGISTER_BROKER_RECORD = Message(
@@ -109,25 +118,13 @@ lastKnownElr [int32] 2+ ? tag=7 =null
 """,
 )
 
-FENCE_BROKER_RECORD = Message(
-    "FenceBrokerRecord",
-    "0",
-    "0+",
-    """
+# A broker fenced or unfenced, by id and epoch.
+_BROKER_AND_EPOCH = """
 id int32
 epoch int64
-""",
-)
-
-UNFENCE_BROKER_RECORD = Message(
-    "UnfenceBrokerRecord",
-    "0",
-    "0+",
-    """
-id int32
-epoch int64
-""",
-)
+"""
+FENCE_BROKER_RECORD = Message("FenceBrokerRecord", "0", "0+", _BROKER_AND_EPOCH)
+UNFENCE_BROKER_RECORD = Message("UnfenceBrokerRecord", "0", "0+", _BROKER_AND_EPOCH)
 
 REMOVE_TOPIC_RECORD = Message(
     "RemoveTopicRecord",
@@ -313,16 +310,10 @@ REGISTER_CONTROLLER_RECORD = Message(
 controllerId int32
 incarnationId uuid
 zkMigrationReady bool
-endPoints []
-  name string
-  host string
-  port uint16
-  securityProtocol int16
-features []
-  name string
-  minSupportedVersion int16
-  maxSupportedVersion int16
+endPoints []Endpoint
+features []Feature
 """,
+    structs=_STRUCTS,
 )
 
 CLEAR_ELR_RECORD = Message(

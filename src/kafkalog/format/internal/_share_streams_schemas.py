@@ -11,20 +11,10 @@ fail to decode here.
 from __future__ import annotations
 
 from ..message import Message
+from ._group_schemas import PARTITION_METADATA, TARGET_ASSIGNMENT_MEMBER, TARGET_ASSIGNMENT_METADATA
 
 SHARE_GROUP_PARTITION_METADATA_VALUE = Message(
-    "ShareGroupPartitionMetadataValue",
-    "0",
-    "0+",
-    """
-topics []
-  topicId uuid
-  topicName string
-  numPartitions int32
-  partitionMetadata []
-    partition int32
-    racks [string]
-""",
+    "ShareGroupPartitionMetadataValue", "0", "0+", PARTITION_METADATA
 )
 
 SHARE_GROUP_MEMBER_METADATA_VALUE = Message(
@@ -50,24 +40,11 @@ metadataHash int64
 )
 
 SHARE_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE = Message(
-    "ShareGroupTargetAssignmentMetadataValue",
-    "0",
-    "0+",
-    """
-assignmentEpoch int32
-assignmentTimestamp int64 tag=0 =0
-""",
+    "ShareGroupTargetAssignmentMetadataValue", "0", "0+", TARGET_ASSIGNMENT_METADATA
 )
 
 SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE = Message(
-    "ShareGroupTargetAssignmentMemberValue",
-    "0",
-    "0+",
-    """
-topicPartitions []
-  topicId uuid
-  partitions [int32]
-""",
+    "ShareGroupTargetAssignmentMemberValue", "0", "0+", TARGET_ASSIGNMENT_MEMBER
 )
 
 SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE = Message(
@@ -141,13 +118,7 @@ clientTags []
 )
 
 STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE = Message(
-    "StreamsGroupTargetAssignmentMetadataValue",
-    "0",
-    "0+",
-    """
-assignmentEpoch int32
-assignmentTimestamp int64 tag=0 =0
-""",
+    "StreamsGroupTargetAssignmentMetadataValue", "0", "0+", TARGET_ASSIGNMENT_METADATA
 )
 
 STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE = Message(
@@ -155,16 +126,16 @@ STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE = Message(
     "0",
     "0+",
     """
-activeTasks []
-  subtopologyId string
-  partitions [int32]
-standbyTasks []
-  subtopologyId string
-  partitions [int32]
-warmupTasks []
-  subtopologyId string
-  partitions [int32]
+activeTasks []TaskIds
+standbyTasks []TaskIds
+warmupTasks []TaskIds
 """,
+    structs={
+        "TaskIds": """
+subtopologyId string
+partitions [int32]
+""",
+    },
 )
 
 STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE = Message(
@@ -175,31 +146,20 @@ STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE = Message(
 memberEpoch int32
 previousMemberEpoch int32
 state int8
-activeTasks []
-  subtopologyId string
-  partitions [int32]
-  assignmentEpochs [int32] ? tag=0 =[]
-standbyTasks []
-  subtopologyId string
-  partitions [int32]
-  assignmentEpochs [int32] ? tag=0 =[]
-warmupTasks []
-  subtopologyId string
-  partitions [int32]
-  assignmentEpochs [int32] ? tag=0 =[]
-activeTasksPendingRevocation []
-  subtopologyId string
-  partitions [int32]
-  assignmentEpochs [int32] ? tag=0 =[]
-standbyTasksPendingRevocation []
-  subtopologyId string
-  partitions [int32]
-  assignmentEpochs [int32] ? tag=0 =[]
-warmupTasksPendingRevocation []
-  subtopologyId string
-  partitions [int32]
-  assignmentEpochs [int32] ? tag=0 =[]
+activeTasks []TaskIds
+standbyTasks []TaskIds
+warmupTasks []TaskIds
+activeTasksPendingRevocation []TaskIds
+standbyTasksPendingRevocation []TaskIds
+warmupTasksPendingRevocation []TaskIds
 """,
+    structs={
+        "TaskIds": """
+subtopologyId string
+partitions [int32]
+assignmentEpochs [int32] ? tag=0 =[]
+""",
+    },
 )
 
 STREAMS_GROUP_TOPOLOGY_VALUE = Message(
@@ -212,24 +172,22 @@ subtopologies []
   subtopologyId string
   sourceTopics [string]
   sourceTopicRegex [string]
-  stateChangelogTopics []
-    name string
-    partitions int32
-    replicationFactor int16
-    topicConfigs []
-      key string
-      value string
+  stateChangelogTopics []TopicInfo
   repartitionSinkTopics [string]
-  repartitionSourceTopics []
-    name string
-    partitions int32
-    replicationFactor int16
-    topicConfigs []
-      key string
-      value string
+  repartitionSourceTopics []TopicInfo
   copartitionGroups []
     sourceTopics [int16]
     sourceTopicRegex [int16]
     repartitionSourceTopics [int16]
 """,
+    structs={
+        "TopicInfo": """
+name string
+partitions int32
+replicationFactor int16
+topicConfigs []
+  key string
+  value string
+""",
+    },
 )

@@ -7,7 +7,8 @@ Layout of a record value (AbstractApiMessageSerde / MetadataRecordSerde), key al
 Frame version 0 was KRaft's 2.8 preview and, like any other frame version but 1, is not a format
 we (or Kafka 3+) read: such values come back raw. apiKey and version above 0x7fff are corrupt, as
 are bytes after the message. Snapshots (``*.checkpoint``) hold the same records; their control
-records (snapshot header/footer, voters) are decoded by :mod:`.control`.
+records (snapshot header/footer, voters) are decoded by :mod:`.control`. The records of
+``__remote_log_metadata`` are framed alike (:func:`decode_framed_record`).
 """
 
 from __future__ import annotations
@@ -21,7 +22,12 @@ from ..varint import decode_unsigned_varint
 from . import _metadata_schemas as s
 from .result import NO_VERSION, DecodedMessage, as_bytes, decode_body, malformed
 
-__all__ = ["METADATA_RECORD_TYPES", "decode_metadata_record", "metadata_record_schema"]
+__all__ = [
+    "METADATA_RECORD_TYPES",
+    "decode_framed_record",
+    "decode_metadata_record",
+    "metadata_record_schema",
+]
 
 FRAME_VERSION = 1
 
@@ -68,18 +74,25 @@ def metadata_record_schema(api_key: int) -> Message:
     return _SCHEMAS[api_key]
 
 
-def _header_number(buf: bytes, pos: int, what: str) -> tuple[int, int]:
+def _header_number(buf: bytes, pos: int, what: str, short: bool) -> tuple[int, int]:
     value, end = decode_unsigned_varint(buf, pos)
-    if value > MAX_VERSION:  # Kafka reads these into a Java short
+    if short and value > MAX_VERSION:  # Kafka reads these into a Java short
         raise CorruptRecordError(f"{what} {value} is above 0x7fff (at byte {pos})", position=pos)
     return value, end
 
 
-def decode_metadata_record(value: bytes) -> DecodedMessage:
-    """Decode one ``__cluster_metadata`` record value; never raises on bad bytes.
+def decode_framed_record(
+    value: bytes | bytearray | memoryview,
+    schemas: Mapping[int, Message],
+    kinds: Mapping[int, str],
+    *,
+    short_header: bool = True,
+) -> DecodedMessage:
+    """Decode one value framed as AbstractApiMessageSerde writes it (the layout above), its
+    message by apiKey from ``schemas``, named by ``kinds``; never raises on bad bytes.
 
-    ``kind`` is the record type name (``METADATA_RECORD_TYPES``), or ``"unknown"`` for an apiKey
-    or frame version we do not know (``raw`` set then, as for an unknown version).
+    An apiKey or frame version not known comes back ``"unknown"`` with ``raw`` set, as does an
+    unknown version. ``short_header``: an apiKey or version above 0x7fff is corrupt.
     """
     buf = as_bytes(value)
     frame = api_key = version = None
@@ -89,21 +102,27 @@ def decode_metadata_record(value: bytes) -> DecodedMessage:
             return DecodedMessage(
                 kind=_UNKNOWN, version=NO_VERSION, data=None, raw=buf, frame_version=frame
             )
-        api_key, pos = _header_number(buf, pos, "apiKey")
-        version, pos = _header_number(buf, pos, "version")
+        api_key, pos = _header_number(buf, pos, "apiKey", short_header)
+        version, pos = _header_number(buf, pos, "version", short_header)
     except CorruptRecordError as e:
-        kind = _UNKNOWN if api_key is None else METADATA_RECORD_TYPES.get(api_key, _UNKNOWN)
+        kind = _UNKNOWN if api_key is None else kinds.get(api_key, _UNKNOWN)
         return malformed(
             kind, NO_VERSION if version is None else version, buf, e,
             api_key=api_key, frame_version=frame,
         )  # fmt: skip
-    msg = _SCHEMAS.get(api_key)
+    msg = schemas.get(api_key)
     if msg is None:
         return DecodedMessage(
             kind=_UNKNOWN, version=version, data=None, raw=buf, api_key=api_key,
             frame_version=frame,
         )  # fmt: skip
-    return decode_body(
-        METADATA_RECORD_TYPES[api_key], msg, buf, pos, version, api_key=api_key,
-        frame_version=frame,
-    )  # fmt: skip
+    return decode_body(kinds[api_key], msg, buf, pos, version, api_key=api_key, frame_version=frame)
+
+
+def decode_metadata_record(value: bytes) -> DecodedMessage:
+    """Decode one ``__cluster_metadata`` record value; never raises on bad bytes.
+
+    ``kind`` is the record type name (``METADATA_RECORD_TYPES``), or ``"unknown"`` for an apiKey
+    or frame version we do not know (``raw`` set then, as for an unknown version).
+    """
+    return decode_framed_record(value, _SCHEMAS, METADATA_RECORD_TYPES)

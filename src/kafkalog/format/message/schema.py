@@ -9,11 +9,14 @@ A message is an indented text table, one field a line::
 
 ``type`` is a primitive (int8, int16, uint16, int32, uint32, int64, float64, bool, string, bytes,
 records, uuid), ``[prim]`` for an array of primitives, ``[]`` for an array of structs or ``{}``
-for a struct (their fields follow, indented by two spaces). Versions read ``N+``, ``N-M``, ``N``
-or ``none``; a field's default to its parent's (a message's fields: from its first version on),
-a bare ``?`` to the field's own. ``tag=N`` makes the field tagged in the flexible versions it
-exists in (Kafka's taggedVersions). Names are kept as each side spells them: the protocol's in
-snake_case, the internal records' in Kafka's camelCase (as its JSON converters print them).
+for a struct (their fields follow, indented by two spaces); ``[]Name`` and ``{}Name`` take their
+fields from the table ``Name`` of the message's ``structs`` (Kafka's commonStructs), read as if
+written in place, so a struct several fields or messages share is written once. Versions read
+``N+``, ``N-M``, ``N`` or ``none``; a field's default to its parent's (a message's fields: from
+its first version on), a bare ``?`` to the field's own. ``tag=N`` makes the field tagged in the
+flexible versions it exists in (Kafka's taggedVersions). Names are kept as each side spells them:
+the protocol's in snake_case, the internal records' in Kafka's camelCase (as its JSON converters
+print them).
 
 Defaults, one rule: the declared ``=default`` (``null``, a number, ``true``/``false``, a string;
 ``""``, ``[]`` or ``{}`` for the empty value), else null where the field is nullable at that
@@ -24,7 +27,9 @@ defaults). The byte rules themselves are in :mod:`.codec`.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from .codec import RECORDS, Dialect, Encoded, Reader, compile_struct, copy_default, fail_prefix
@@ -127,10 +132,13 @@ def _parse_default(text: str, type_: str) -> Any:
     raise ValueError(f"a {type_} field takes no default {text!r}")
 
 
-def parse_table(text: str, whole: Versions) -> list[Field]:
-    """Parse an indented schema table into fields (nested by indentation)."""
+def parse_table(
+    text: str, whole: Versions, structs: Mapping[str, str] = MappingProxyType({})
+) -> list[Field]:
+    """Parse an indented schema table into fields (nested by indentation); ``structs`` holds the
+    tables that ``[]Name`` and ``{}Name`` refer to."""
     root: list[Field] = []
-    stack: list[tuple[int, list[Field], Versions]] = [(-1, root, whole)]
+    stack: list[tuple[int, list[Field] | None, Versions]] = [(-1, root, whole)]
     for lineno, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
@@ -138,7 +146,14 @@ def parse_table(text: str, whole: Versions) -> list[Field]:
         while indent <= stack[-1][0]:
             stack.pop()
         _, siblings, parent_versions = stack[-1]
+        if siblings is None:
+            raise ValueError(f"schema line {lineno}: fields under a reference to a struct")
         name, type_, *rest = line.split()
+        struct = type_[2:] if type_[:2] in ("[]", "{}") else ""
+        if struct:
+            if struct not in structs:
+                raise ValueError(f"schema line {lineno}: unknown struct {struct!r}")
+            type_ = type_[:2]
         if type_ not in PRIMITIVES and type_ not in ("[]", "{}"):
             if not (type_.startswith("[") and type_[1:-1] in PRIMITIVES):
                 raise ValueError(f"schema line {lineno}: unknown type {type_!r}")
@@ -155,7 +170,10 @@ def parse_table(text: str, whole: Versions) -> list[Field]:
             else:
                 raise ValueError(f"schema line {lineno}: cannot read {tok!r}")
         siblings.append(f)
-        if type_ in ("[]", "{}"):
+        if struct:
+            f.fields = parse_table(structs[struct], f.versions, structs)
+            stack.append((indent, None, f.versions))
+        elif type_ in ("[]", "{}"):
             stack.append((indent, f.fields, f.versions))
     return root
 
@@ -164,7 +182,8 @@ class Message:
     """A message schema: name, versions, flexible versions, fields; codecs compiled per version.
 
     ``dialect`` is how the side the message belongs to reports bad bytes and treats what the
-    byte rules leave open (:class:`.codec.Dialect`); ``api_key`` is the protocol's, if any.
+    byte rules leave open (:class:`.codec.Dialect`); ``api_key`` is the protocol's, if any;
+    ``structs`` the tables its ``[]Name`` and ``{}Name`` fields refer to.
     """
 
     def __init__(
@@ -176,13 +195,14 @@ class Message:
         *,
         api_key: int | None = None,
         dialect: Dialect = RECORDS,
+        structs: Mapping[str, str] = MappingProxyType({}),
     ) -> None:
         self.name = name
         self.api_key = api_key
         self.versions = Versions.parse(versions)
         self.flexible = Versions.parse(flexible)
         self.dialect = dialect
-        self.fields = parse_table(table, Versions(self.versions.lo, MAX_VERSION))
+        self.fields = parse_table(table, Versions(self.versions.lo, MAX_VERSION), structs)
         self._codecs: dict[int, tuple] = {}
 
     @property

@@ -14,11 +14,11 @@ holds several at once.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 from collections.abc import Iterable
 from pathlib import Path
-from types import TracebackType
 
 from ...errors import DataDirLockedError
 
@@ -53,12 +53,7 @@ class DataDirLock:
         self._fd = fd
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         if self._fd is not None:
             os.close(self._fd)  # closing releases the flock
             self._fd = None
@@ -91,25 +86,14 @@ class DataDirLocks:
 
     def __init__(self, directories: Iterable[str | os.PathLike]) -> None:
         self.directories = [Path(d) for d in directories]
-        self._held: list[DataDirLock] = []
+        self._held = contextlib.ExitStack()
 
     def __enter__(self) -> DataDirLocks:
-        try:
+        with contextlib.ExitStack() as taking:
             for directory in self.directories:
-                lock = DataDirLock(directory)
-                lock.__enter__()
-                self._held.append(lock)
-        except BaseException:
-            self.__exit__(None, None, None)
-            raise
+                taking.enter_context(DataDirLock(directory))
+            self._held = taking.pop_all()
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        for lock in reversed(self._held):
-            lock.__exit__(None, None, None)
-        self._held.clear()
+    def __exit__(self, *exc_info: object) -> None:
+        self._held.close()

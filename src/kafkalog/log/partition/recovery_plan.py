@@ -124,6 +124,12 @@ class PartitionRecoveryPlan:
     def bytes_cut(self) -> int:
         return sum(a.bytes or 0 for a in self.actions if a.action in (TRUNCATE, DROP_SEGMENT))
 
+    def add(
+        self, action: str, path: str | os.PathLike, reason: str, **where: int | bool | None
+    ) -> None:
+        """Add an action on ``path`` (``where``: its position, bytes, offset and records)."""
+        self.actions.append(RecoveryAction(action=action, path=str(path), reason=reason, **where))
+
 
 @dataclass(frozen=True, slots=True)
 class ValidPrefix:
@@ -190,13 +196,10 @@ def plan_recovery(
     config = config or LogConfig()
     clock = SystemClock()
     plan = PartitionRecoveryPlan(str(directory))
-    actions = plan.actions
 
     deleted, cleaned, invalid_swaps, valid_swaps = classify_leftovers(directory)
     for path in deleted + cleaned + invalid_swaps:
-        actions.append(
-            RecoveryAction(action=QUARANTINE, path=str(path), reason=leftover_reason(path))
-        )
+        plan.add(QUARANTINE, path, leftover_reason(path))
 
     logs = {
         offset_from_file_name(p.name): p
@@ -210,7 +213,7 @@ def plan_recovery(
         base = offset_from_file_name(swap_log.name)
         with _open(directory, base, config, clock, SWAP_FILE_SUFFIX) as segment:
             prefix = segment_valid_prefix(segment)
-        _cut(actions, swap_log, prefix)
+        _cut(plan, swap_log, prefix)
         end = prefix.next_offset or base
         covered = sorted(b for b in logs if base <= b < max(end, base + 1))
         replaced.update(covered)
@@ -218,36 +221,21 @@ def plan_recovery(
         ends[base] = prefix.next_offset if prefix.next_offset is not None else base
         for b in covered:
             for path in _segment_files(logs[b]):
-                actions.append(
-                    RecoveryAction(
-                        action=QUARANTINE,
-                        path=str(path),
-                        offset=b,
-                        reason=f"replaced by the finished clean {swap_log.name}",
-                    )
+                plan.add(
+                    QUARANTINE, path, f"replaced by the finished clean {swap_log.name}", offset=b
                 )
         for path in sorted(
             directory.glob(
                 f"{swap_log.name[: -len(LOG_FILE_SUFFIX + SWAP_FILE_SUFFIX)]}.*{SWAP_FILE_SUFFIX}"
             )
         ):
-            actions.append(
-                RecoveryAction(
-                    action=RENAME,
-                    path=str(path),
-                    offset=base,
-                    reason=f"a finished clean: renamed to {path.name[: -len(SWAP_FILE_SUFFIX)]}",
-                )
-            )
+            final = path.name[: -len(SWAP_FILE_SUFFIX)]
+            plan.add(RENAME, path, f"a finished clean: renamed to {final}", offset=base)
 
     for path in sorted(directory.iterdir()):
         if path.is_file() and path.name.endswith(_INDEX_SUFFIXES):
             if offset_from_file_name(path.name) not in logs:
-                actions.append(
-                    RecoveryAction(
-                        action=QUARANTINE, path=str(path), reason="index without a .log file"
-                    )
-                )
+                plan.add(QUARANTINE, path, "index without a .log file")
 
     bases = sorted((set(logs) - replaced) | set(swap_bases))
     recovered_from = None
@@ -273,15 +261,11 @@ def plan_recovery(
         if rebuild_reason is None:
             ends[base] = None
             continue
-        actions.append(
-            RecoveryAction(
-                action=REBUILD_INDEXES, path=str(path), offset=base, reason=rebuild_reason
-            )
-        )
+        plan.add(REBUILD_INDEXES, path, rebuild_reason, offset=base)
         with _open(directory, base, config, clock, "") as segment:
             prefix = segment_valid_prefix(segment)
         ends[base] = prefix.next_offset if prefix.next_offset is not None else base
-        if _cut(actions, path, prefix):
+        if _cut(plan, path, prefix):
             cut_at = i
             break
 
@@ -293,16 +277,14 @@ def plan_recovery(
                 records, exact = records_from(segment, segment.log.start)
             for path in _segment_files(source):
                 is_log = path.name.endswith(LOG_FILE_SUFFIX)
-                actions.append(
-                    RecoveryAction(
-                        action=DROP_SEGMENT,
-                        path=str(path),
-                        offset=base,
-                        bytes=path.stat().st_size if is_log else None,
-                        records=records if is_log else None,
-                        records_exact=exact,
-                        reason=f"after the cut in segment {bases[cut_at]}: the log ends there",
-                    )
+                plan.add(
+                    DROP_SEGMENT,
+                    path,
+                    f"after the cut in segment {bases[cut_at]}: the log ends there",
+                    offset=base,
+                    bytes=path.stat().st_size if is_log else None,
+                    records=records if is_log else None,
+                    records_exact=exact,
                 )
         bases = bases[: cut_at + 1]
     plan.log_end_offset = _log_end(
@@ -324,20 +306,18 @@ def plan_recovery(
     return plan
 
 
-def _cut(actions: list[RecoveryAction], path: Path, prefix: ValidPrefix) -> bool:
+def _cut(plan: PartitionRecoveryPlan, path: Path, prefix: ValidPrefix) -> bool:
     if prefix.reason is None:
         return False
-    actions.append(
-        RecoveryAction(
-            action=TRUNCATE,
-            path=str(path),
-            position=prefix.valid_bytes,
-            bytes=prefix.size - prefix.valid_bytes,
-            offset=prefix.first_bad_offset or prefix.next_offset,
-            records=prefix.records_cut,
-            records_exact=prefix.records_cut_exact,
-            reason=prefix.reason,
-        )
+    plan.add(
+        TRUNCATE,
+        path,
+        prefix.reason,
+        position=prefix.valid_bytes,
+        bytes=prefix.size - prefix.valid_bytes,
+        offset=prefix.first_bad_offset or prefix.next_offset,
+        records=prefix.records_cut,
+        records_exact=prefix.records_cut_exact,
     )
     return True
 
@@ -407,16 +387,13 @@ def _log_end(plan, directory, bases, ends, logs, config, clock, log_start_offset
         except CorruptRecordError as e:
             prefix = segment_valid_prefix(segment)
             next_offset = prefix.next_offset
-            plan.actions.append(
-                RecoveryAction(
-                    action=UNREADABLE_END,
-                    path=str(segment.log.path),
-                    position=e.position,
-                    reason=f"the end of the log cannot be read ({e.message}): a broker's startup "
-                    f"fails there; kafkalog's writable opening (serve) recovers the partition as "
-                    f"after an unclean shutdown (the actions that follow), and so does recover "
-                    f"--full",
-                )
+            plan.add(
+                UNREADABLE_END,
+                segment.log.path,
+                f"the end of the log cannot be read ({e.message}): a broker's startup fails "
+                f"there; kafkalog's writable opening (serve) recovers the partition as after an "
+                f"unclean shutdown (the actions that follow), and so does recover --full",
+                position=e.position,
             )
     return max(next_offset if next_offset is not None else last, log_start_offset)
 
@@ -429,28 +406,23 @@ def _plan_leader_epochs(directory: Path, plan: PartitionRecoveryPlan) -> None:
     problem = leader_epoch_problem(directory)
     if problem is not None:
         rebuilt = [e for e in rebuilt_leader_epochs(directory) if e.start_offset < end]
-        plan.actions.append(
-            RecoveryAction(
-                action=REBUILD_LEADER_EPOCHS,
-                path=str(path),
-                reason=f"unreadable ({problem}): a broker cannot open the partition (its log "
-                f"directory goes offline); rebuilt from the batches' partition leader epochs: "
-                f"{describe_epochs(rebuilt)} (the old file is quarantined)",
-            )
+        plan.add(
+            REBUILD_LEADER_EPOCHS,
+            path,
+            f"unreadable ({problem}): a broker cannot open the partition (its log directory goes "
+            f"offline); rebuilt from the batches' partition leader epochs: "
+            f"{describe_epochs(rebuilt)} (the old file is quarantined)",
         )
         return
     entries = read_leader_epoch_checkpoint(path)
     beyond = [e for e in entries if e.start_offset >= plan.log_end_offset]
     if beyond:
         epochs = ", ".join(f"{e.epoch}@{e.start_offset}" for e in beyond)
-        plan.actions.append(
-            RecoveryAction(
-                action=TRIM_LEADER_EPOCHS,
-                path=str(path),
-                offset=plan.log_end_offset,
-                reason=f"epochs starting at or past the new log end offset {plan.log_end_offset} "
-                f"go: {epochs}",
-            )
+        plan.add(
+            TRIM_LEADER_EPOCHS,
+            path,
+            f"epochs starting at or past the new log end offset {plan.log_end_offset} go: {epochs}",
+            offset=plan.log_end_offset,
         )
 
 

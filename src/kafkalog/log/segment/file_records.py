@@ -133,30 +133,40 @@ class FileRecords:
         file_cache: FileCache | None = None,
     ) -> None:
         self.path = os.fspath(path)
+        self._file, self._owns_fd = self._open_file(path, writable, create, _fd, file_cache)
         self.writable = writable
         self._start = start
         self._end = end
-        self._owns_fd = not isinstance(_fd, (CachedFile, PinnedFile))
         self._max = max_decompressed_size
         self._owner: FileRecords | None = None
         self._on_close: Callable[[], None] | None = None
-        if _fd is None:
-            flags = os.O_RDWR if writable else os.O_RDONLY
-            if create:
-                if not writable:
-                    raise ValueError("create=True needs writable=True")
-                flags |= os.O_CREAT
-            self._file: CachedFile | PinnedFile = CachedFile(self.path, flags, cache=file_cache)
-        elif isinstance(_fd, (CachedFile, PinnedFile)):
-            self._file = _fd  # a window on its owner's file
-        else:
-            self._file = PinnedFile(self.path, _fd)  # a descriptor this object owns outright
         self._closed = False
         # A writable file has one writer (the data directory's .lock): this object, which keeps
         # its size rather than asking the file system at every append.
         self._size: int | None = (
             self._fstat_size() if writable and end is None and self._owns_fd else None
         )
+
+    def _open_file(
+        self,
+        path: str | os.PathLike,
+        writable: bool,
+        create: bool,
+        fd: int | CachedFile | PinnedFile | None,
+        file_cache: FileCache | None,
+    ) -> tuple[CachedFile | PinnedFile, bool]:
+        """The file read (and written) through, and whether this object owns it (a window
+        shares its owner's)."""
+        if fd is None:
+            flags = os.O_RDWR if writable else os.O_RDONLY
+            if create:
+                if not writable:
+                    raise ValueError("create=True needs writable=True")
+                flags |= os.O_CREAT
+            return CachedFile(self.path, flags, cache=file_cache), True
+        if isinstance(fd, (CachedFile, PinnedFile)):
+            return fd, False  # a window on its owner's file
+        return PinnedFile(self.path, fd), True  # a descriptor this object owns outright
 
     # -- size --------------------------------------------------------------------------------------
     @property

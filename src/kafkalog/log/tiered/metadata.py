@@ -25,8 +25,8 @@ from pathlib import Path
 from types import MappingProxyType
 
 from ...errors import CorruptRecordError
-from ...format.internal.result import NO_VERSION, DecodedMessage, decode_body, malformed
-from ...format.varint import decode_unsigned_varint
+from ...format.internal.metadata import decode_framed_record
+from ...format.internal.result import DecodedMessage
 from . import _schemas as s
 
 __all__ = [
@@ -43,7 +43,6 @@ __all__ = [
 ]
 
 REMOTE_LOG_METADATA_TOPIC = "__remote_log_metadata"
-FRAME_VERSION = 1
 _SCHEMAS = {
     0: s.REMOTE_LOG_SEGMENT_METADATA_RECORD,
     1: s.REMOTE_LOG_SEGMENT_METADATA_UPDATE_RECORD,
@@ -124,26 +123,9 @@ class RemotePartitionMetadata:
 def decode_remote_log_metadata(value: bytes) -> DecodedMessage:
     """Decode one ``__remote_log_metadata`` record value; never raises on bad bytes (an unknown
     frame, apiKey or version comes back ``raw``, bad bytes with ``error``)."""
-    buf = bytes(value)
-    frame = api_key = version = None
-    try:
-        frame, pos = decode_unsigned_varint(buf, 0)
-        if frame != FRAME_VERSION:
-            return DecodedMessage(
-                kind="unknown", version=NO_VERSION, data=None, raw=buf, frame_version=frame
-            )
-        api_key, pos = decode_unsigned_varint(buf, pos)
-        version, pos = decode_unsigned_varint(buf, pos)
-    except CorruptRecordError as e:
-        kind = REMOTE_LOG_METADATA_RECORD_TYPES.get(api_key, "unknown")
-        return malformed(kind, NO_VERSION if version is None else version, buf, e,
-                         api_key=api_key, frame_version=frame)  # fmt: skip
-    msg = _SCHEMAS.get(api_key)
-    if msg is None:
-        return DecodedMessage(kind="unknown", version=version, data=None, raw=buf,
-                              api_key=api_key, frame_version=frame)  # fmt: skip
-    return decode_body(REMOTE_LOG_METADATA_RECORD_TYPES[api_key], msg, buf, pos, version,
-                       api_key=api_key, frame_version=frame)  # fmt: skip
+    return decode_framed_record(
+        value, _SCHEMAS, REMOTE_LOG_METADATA_RECORD_TYPES, short_header=False
+    )
 
 
 def _tip(entry: dict) -> TopicIdPartition:

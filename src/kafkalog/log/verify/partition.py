@@ -41,7 +41,7 @@ from ..datadir import (
 from ..producer import CorruptSnapshotError, read_snapshot
 from ..storage import is_remote
 from .index import check_segment
-from .report import FindingSink, PartitionSummary
+from .report import ERROR, INFO, WARNING, FindingSink, PartitionSummary
 from .segment import LogScan, scan_log
 from .tail import DEFAULT_MAX_MESSAGE_BYTES
 
@@ -367,60 +367,48 @@ def _report_gaps(directory: Path, scans: list[LogScan], bases: list[int], sink) 
         )  # fmt: skip
 
 
+# The bounds of the data directory's checkpointed offsets: (checkpoint, bound, severity, what it
+# means). Each may not pass the log end offset (finding ``<checkpoint>-beyond-log-end``) nor fall
+# below its lower bound (``<checkpoint>-below-log-start``); Kafka corrects it on startup. Only the
+# first bound a checkpoint breaks is reported.
+_CHECKPOINT_BOUNDS = (
+    ("recovery_point", "log_end", ERROR,
+     ": the broker had flushed records up to {value} that are no longer in the log"),
+    ("recovery_point", "first", INFO, "; Kafka raises it to the log start offset"),
+    ("log_start_offset", "log_end", WARNING, "; Kafka starts the log afresh at {value}"),
+    ("high_watermark", "log_end", WARNING,
+     ": committed records that were never flushed are gone (an unclean shutdown, or a copy taken "
+     "while the broker ran); Kafka lowers it to the log end offset"),
+    ("cleaner_offset", "log_end", WARNING, "; the log cleaner resets it to the log start offset"),
+    ("cleaner_offset", "log_start", INFO, "; the log cleaner starts from the log start offset"),
+)  # fmt: skip
+_BOUND_NAMES = {
+    "log_end": "log end offset",
+    "log_start": "log start offset",
+    "first": "first segment's base offset",
+}
+
+
 def _check_checkpoints(directory, context, summary, bases, sink: FindingSink) -> None:
-    log_end, log_start = summary.log_end_offset, summary.log_start_offset
-    first = bases[0] if bases else log_start
-
-    def where(name: str) -> str:
-        return context.sources.get(name, str(directory))
-
-    rp = context.recovery_point
-    if rp is not None and rp > log_end:
-        sink.error(
-            "recovery-point-beyond-log-end", where("recovery_point"),
-            f"{directory.name}: recovery point {rp} is past the log end offset {log_end}: the "
-            f"broker had flushed records up to {rp} that are no longer in the log",
-            offset=rp,
-        )  # fmt: skip
-    elif rp is not None and rp < first:
-        sink.info(
-            "recovery-point-below-log-start", where("recovery_point"),
-            f"{directory.name}: recovery point {rp} is below the first segment's base offset "
-            f"{first}; Kafka raises it to the log start offset",
-            offset=rp,
-        )  # fmt: skip
-    lso = context.log_start_offset
-    if lso is not None and lso > log_end:
-        sink.warning(
-            "log-start-offset-beyond-log-end", where("log_start_offset"),
-            f"{directory.name}: log start offset {lso} is past the log end offset {log_end}; "
-            f"Kafka starts the log afresh at {lso}",
-            offset=lso,
-        )  # fmt: skip
-    hw = context.high_watermark
-    if hw is not None and hw > log_end:
-        sink.warning(
-            "high-watermark-beyond-log-end", where("high_watermark"),
-            f"{directory.name}: high watermark {hw} is past the log end offset {log_end}: "
-            f"committed records that were never flushed are gone (an unclean shutdown, or a copy "
-            f"taken while the broker ran); Kafka lowers it to the log end offset",
-            offset=hw,
-        )  # fmt: skip
-    co = context.cleaner_offset
-    if co is not None and co > log_end:
-        sink.warning(
-            "cleaner-offset-beyond-log-end", where("cleaner_offset"),
-            f"{directory.name}: cleaner offset {co} is past the log end offset {log_end}; the "
-            f"log cleaner resets it to the log start offset",
-            offset=co,
-        )  # fmt: skip
-    elif co is not None and co < log_start:
-        sink.info(
-            "cleaner-offset-below-log-start", where("cleaner_offset"),
-            f"{directory.name}: cleaner offset {co} is below the log start offset {log_start}; "
-            f"the log cleaner starts from the log start offset",
-            offset=co,
-        )  # fmt: skip
+    bounds = {
+        "log_end": summary.log_end_offset,
+        "log_start": summary.log_start_offset,
+        "first": bases[0] if bases else summary.log_start_offset,
+    }
+    broken: set[str] = set()
+    for checkpoint, bound, severity, meaning in _CHECKPOINT_BOUNDS:
+        value, limit, upper = getattr(context, checkpoint), bounds[bound], bound == "log_end"
+        if value is None or checkpoint in broken or (value <= limit if upper else value >= limit):
+            continue
+        broken.add(checkpoint)
+        code = checkpoint.replace("_", "-") + ("-beyond-log-end" if upper else "-below-log-start")
+        message = (
+            f"{directory.name}: {checkpoint.replace('_', ' ')} {value} is "
+            f"{'past' if upper else 'below'} the {_BOUND_NAMES[bound]} {limit}"
+            f"{meaning.format(value=value)}"
+        )
+        where = context.sources.get(checkpoint, str(directory))
+        sink.add(severity, code, where, message, offset=value)
 
 
 def _check_leader_epochs(path: Path, summary: PartitionSummary, sink: FindingSink) -> None:
