@@ -157,11 +157,6 @@ def test_stats(s3, capfd, target, flags):
     assert status == (1 if target == "damaged" else 0) and "clicks-0" in out
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the topic configs a data directory records (KRaft metadata log, kafkalog's topics "
-    "file) are not read in object storage yet: Kafka's defaults are assumed there",
-)
 def test_stats_reads_recorded_topic_configs(s3, capfd):
     _, root = s3
     same_as_local(capfd, root, ["stats"], "written")

@@ -199,13 +199,10 @@ def _topic_of(directory: Path) -> str | None:
 
 
 def _topic_configs(data_dir: Path):
-    """A LogManager that opens no log: topic configs (KRaft metadata, topics file, defaults)."""
+    """A LogManager that opens no log: topic configs (KRaft metadata, topics file, defaults),
+    read from object storage too."""
     from ..log.datadir import TopicConfigs
 
-    if is_url(data_dir):
-        # Not read in object storage yet (its KRaft metadata log, kafkalog's topics file), as
-        # for the dataset reader: Kafka's defaults, and the internal topics' own configs.
-        return TopicConfigs([])
     return TopicConfigs(data_dir)
 
 

@@ -145,8 +145,6 @@ class _TopicLimits:
         from ..log.verify import DEFAULT_MAX_MESSAGE_BYTES
 
         data_dir = partition_dir.parent
-        if is_remote(data_dir):  # (the metadata log is not fetched: Kafka's default)
-            return DEFAULT_MAX_MESSAGE_BYTES
         if data_dir not in self._configs:
             self._configs[data_dir] = topic_configs(data_dir)
         found = self._configs[data_dir]

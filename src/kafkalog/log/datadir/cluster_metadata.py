@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from ...errors import KafkalogError
 from ...format.internal import decode_metadata_record
 from ..segment import FileRecords
+from ..storage import as_path
 
 __all__ = ["CLUSTER_METADATA_DIR", "MetadataImage", "TopicImage", "load_metadata_image"]
 
@@ -110,23 +111,24 @@ def _replay(records: FileRecords, image: MetadataImage, from_offset: int, source
 
 
 def load_metadata_image(data_dirs: list[str] | str) -> MetadataImage | None:
-    """The image of the first data dir holding ``__cluster_metadata-0``, or None when none does."""
+    """The image of the first data dir holding ``__cluster_metadata-0``, or None when none does;
+    a data directory in object storage (a URL) is read by listing and ranged reads."""
     for data_dir in [data_dirs] if isinstance(data_dirs, str) else data_dirs:
-        path = os.path.join(data_dir, CLUSTER_METADATA_DIR)
-        if os.path.isdir(path):
+        path = as_path(data_dir) / CLUSTER_METADATA_DIR
+        if path.is_dir():
             return _load(path)
     return None
 
 
-def _load(path: str) -> MetadataImage:
-    names = os.listdir(path)
+def _load(path: os.PathLike) -> MetadataImage:
+    names = [child.name for child in path.iterdir()]
     snapshots = sorted((int(m.group(1)), name) for name in names if (m := _SNAPSHOT.match(name)))
     segments = sorted((int(m.group(1)), name) for name in names if (m := _SEGMENT.match(name)))
     image = MetadataImage()
     start = 0
     if snapshots:
         end_offset, name = snapshots[-1]
-        with FileRecords(os.path.join(path, name)) as records:
+        with FileRecords(path / name) as records:
             _replay(records, image, 0, name)
         start = end_offset
         image.offset = max(image.offset, end_offset - 1)
@@ -134,6 +136,6 @@ def _load(path: str) -> MetadataImage:
         next_base = next((b for b, _ in segments if b > base), None)
         if next_base is not None and next_base <= start:
             continue  # wholly before the snapshot
-        with FileRecords(os.path.join(path, name)) as records:
+        with FileRecords(path / name) as records:
             _replay(records, image, start, name)
     return image

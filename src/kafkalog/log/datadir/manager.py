@@ -30,6 +30,7 @@ from ..clock import Clock, SystemClock
 from ..error_location import locate_in_partition
 from ..errors import CorruptCheckpointError, InvalidFileNameError
 from ..partition import LOG_CONFIG_DEFS, Log, LogConfig
+from ..storage import as_path, is_remote
 from .bounded_json import nesting_guard, read_json_file
 from .checkpoints import (
     LOG_START_OFFSET_CHECKPOINT,
@@ -128,7 +129,10 @@ class LogManager:
         own (``retention.ms`` from ``log.retention.hours``, see
         :func:`kafkalog.log.partition.topic_defaults`)."""
         dirs = [data_dirs] if isinstance(data_dirs, (str, os.PathLike)) else list(data_dirs)
-        self.data_dirs = [Path(d) for d in dirs]
+        self.data_dirs = [as_path(d) for d in dirs]  # a URL: a RemotePath (object storage)
+        remote = next((d for d in self.data_dirs if is_remote(d)), None)
+        if remote is not None and (writable or create):
+            raise PermissionError(f"{remote}: object storage is only read")
         self.topic_defaults = dict(topic_defaults or {})
         LogConfig(defaults=self.topic_defaults)  # checked before any log opens with them
         self.writable = writable
