@@ -8,6 +8,10 @@
    pool. While that fsync is held, the produce that rolled has been answered and Metadata is
    answered; the recovery point stays below the new segment until the snapshot is durable, and
    moves to it once released (Kafka's flush-log task order).
+3. ``flush.messages``: a topic that asks for a flush after every record gets it on the fsync
+   pool, not in the append on the loop. While the segment's fsync is held, Metadata is
+   answered and the acks=1 produce that called for the flush is not (Kafka flushes in the
+   append, before the answer); it is once the fsync ends, its record durable.
 
 ``os.fsync`` is held by an Event and then called for real: the data is made durable as before.
 The assertions are on order (answered while held), never on durations.
@@ -155,6 +159,37 @@ def test_server_answers_while_a_roll_snapshot_fsyncs(tmp_path, monkeypatch):
         held.gate.set()
         wait_for(lambda: rolled_log.recovery_point >= new_base)
         assert not rolled_log.unsynced_snapshots
+        client.close()
+    finally:
+        held.gate.set()
+        server.stop()
+
+
+def test_flush_messages_flushes_on_the_fsync_pool_before_the_answer(tmp_path, monkeypatch):
+    live = tmp_path / "live"
+    segment = str(live / "flushed-0" / f"{0:020d}.log")
+    held = HeldFsync(lambda path: path == segment)
+    monkeypatch.setattr(os, "fsync", held)
+    server = BackgroundServer(ServerConfig([live], port=0, **SMALL)).start()
+    try:
+        client = WireClient("127.0.0.1", server.broker.port, timeout=20)
+        create_topic(client, "flushed", {"flush.messages": "1"})
+        answers: list[dict] = []
+        producer = WireClient("127.0.0.1", server.broker.port, timeout=30)
+        sending = threading.Thread(
+            target=lambda: answers.append(produce(producer, "flushed", [(b"k", b"v")]))
+        )
+        sending.start()
+        assert held.entered.wait(30), "flush.messages=1 made no flush"
+        assert held.thread is not None and held.thread.startswith("kafkalog-fsync")
+        metadata = client.call(ApiKey.METADATA, 12, {"topics": None})
+        assert {t["name"] for t in metadata["topics"]} >= {"flushed"}
+        assert not answers  # the produce waits for its flush, as in Kafka's append
+        held.gate.set()
+        sending.join(30)
+        assert answers and answers[0]["error_code"] == 0
+        assert server.broker.get_log("flushed", 0).durable_offset >= 1
+        producer.close()
         client.close()
     finally:
         held.gate.set()

@@ -187,11 +187,14 @@ class Broker:
         # window beyond them is sent from a copy (see own_window).
         self.window_descriptors = window_descriptors
         self.windows_held = 0
+        # The flushes flush.messages and flush.ms call for run on the fsync pool too (see
+        # flush_if_due), not in the append on the event loop.
         self.log_manager = log_manager or LogManager(
             config.data_dirs,
             writable=True,
             create=True,
             topic_defaults=broker_topic_defaults(config),
+            interval_flushes=False,
         )
         # The dynamic broker configs (kafkalog.server.dynamic_configs), installed by the app.
         self.dynamic_configs = None
@@ -232,7 +235,19 @@ class Broker:
         self, topic: str, partition: int, records: bytes, *, origin: str
     ) -> tuple[int, int]:
         info = self.append(topic, partition, records, origin=origin)
+        await self.flush_if_due(topic, partition)
         return info.first_offset, info.last_offset
+
+    def flush_due(self, topic: str, partition: int) -> bool:
+        """Whether the partition's ``flush.messages`` or ``flush.ms`` calls for a flush."""
+        target = self.log_manager.get_log(TopicPartition(topic, partition))
+        return target is not None and target.flush_due()
+
+    async def flush_if_due(self, topic: str, partition: int) -> None:
+        """:meth:`flush` everything appended when :meth:`flush_due`: what Kafka's append does
+        in the request's thread, here on the fsync pool while the loop serves others."""
+        if self.flush_due(topic, partition):
+            await self.flush(topic, partition)
 
     async def flush(self, topic: str, partition: int, offset: int | None = None) -> None:
         """Return once the partition's records below ``offset`` (default: all appended so far)

@@ -122,12 +122,16 @@ class LogManager:
         clock: Clock | None = None,
         prepare: Callable[[Path], None] | None = None,
         topic_defaults: Mapping[str, str] | None = None,
+        interval_flushes: bool = True,
     ) -> None:
         """``prepare``, if given, is called with each partition directory just before its log
         is opened, under the lock when writable (a repair tool fixes what opening would fail
         on). ``topic_defaults``: topic configs a broker setting gives every topic without its
         own (``retention.ms`` from ``log.retention.hours``, see
-        :func:`kafkalog.log.partition.topic_defaults`)."""
+        :func:`kafkalog.log.partition.topic_defaults`). ``interval_flushes=False``: the logs
+        leave the flushes ``flush.messages`` and ``flush.ms`` call for to their owner
+        (:attr:`Log.interval_flushes`)."""
+        self.interval_flushes = interval_flushes
         dirs = [data_dirs] if isinstance(data_dirs, (str, os.PathLike)) else list(data_dirs)
         self.data_dirs = [as_path(d) for d in dirs]  # a URL: a RemotePath (object storage)
         remote = next((d for d in self.data_dirs if is_remote(d)), None)
@@ -256,7 +260,7 @@ class LogManager:
                     self._prepare(child)
                 require_regular_entries(child)  # a FIFO named like a segment: never opened
                 try:
-                    self.logs[tp] = Log.open(
+                    opened = Log.open(
                         child,
                         config=self.config_for(tp.topic),
                         clock=self.clock,
@@ -267,7 +271,7 @@ class LogManager:
                     )
                 except KafkalogError as e:
                     raise locate_in_partition(e, child) from None
-                self.log_dir_of[tp] = d
+                self.register(tp, opened, d)
 
     def _read_checkpoint(self, path: Path) -> dict[TopicPartition, int]:
         offsets, problem = read_offset_checkpoint_or_reset(path)
@@ -404,6 +408,13 @@ class LogManager:
         self.checkpoint()
         return removed
 
+    def register(self, tp: TopicPartition, log: Log, log_dir: Path) -> None:
+        """Make ``log``, opened in data directory ``log_dir``, the manager's log of ``tp``
+        (with the manager's :attr:`interval_flushes`)."""
+        log.interval_flushes = self.interval_flushes
+        self.logs[tp] = log
+        self.log_dir_of[tp] = log_dir
+
     def get_or_create_log(self, tp: TopicPartition) -> Log:
         existing = self.logs.get(tp)
         if existing is not None:
@@ -421,8 +432,7 @@ class LogManager:
         )
         topic_id = self.topic_id(tp.topic) or self._topic_ids.setdefault(tp.topic, uuid.uuid4())
         write_partition_metadata(path / PARTITION_METADATA_FILE_NAME, topic_id)
-        self.logs[tp] = log
-        self.log_dir_of[tp] = target
+        self.register(tp, log, target)
         return log
 
     def _write_topics_file(self) -> None:

@@ -170,6 +170,10 @@ class Log:
         self._readable_end: int | None = None
         self._unflushed = 0
         self._last_flush_ms = clock.milliseconds()
+        # Whether an append that makes a flush due (flush.messages, flush.ms) flushes at once;
+        # an owner that runs fsyncs off its thread (kafkalog serve) turns it off and asks
+        # flush_due() instead.
+        self.interval_flushes = True
         self._validator_config: tuple[LogConfig | None, LogValidatorConfig | None] = (None, None)
 
     @classmethod
@@ -387,10 +391,16 @@ class Log:
             state.update_map_end_offset(self._log_end_offset)
         state.on_high_watermark_updated(self.high_watermark)
         self._unflushed += last - first + 1
-        now = self.clock.milliseconds()
-        if (self._unflushed >= self.config["flush.messages"]
-                or now - self._last_flush_ms >= self.config["flush.ms"]):  # fmt: skip
+        if self.interval_flushes and self.flush_due():
             self.flush()
+
+    def flush_due(self) -> bool:
+        """Whether the appends since the last flush call for one: ``flush.messages`` records
+        or ``flush.ms`` since it (Kafka's UnifiedLog.append and its flush scheduler)."""
+        if self._unflushed == 0:
+            return False
+        config, elapsed = self.config, self.clock.milliseconds() - self._last_flush_ms
+        return self._unflushed >= config["flush.messages"] or elapsed >= config["flush.ms"]
 
     def _maybe_roll(self, size: int, max_ts: int, max_offset: int) -> LogSegment:
         segment = self.active_segment

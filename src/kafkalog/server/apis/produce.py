@@ -190,7 +190,9 @@ def handlers(broker: Broker) -> dict[int, Handler]:
                 if durable_below is not None:
                     written.append((topic, part["index"], entry, durable_below))
             responses.append({"name": topic, "partition_responses": parts})
-        if acks == -1 and written:
+        if acks != -1:  # those whose flush.messages or flush.ms calls for a flush, as Kafka's
+            written = [w for w in written if broker.flush_due(w[0], w[1])]
+        if written:
             # The partitions' fsyncs at once, off the event loop, each joined with other
             # requests' to the same partition (Broker.flush).
             flushed = await asyncio.gather(

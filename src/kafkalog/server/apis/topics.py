@@ -119,8 +119,7 @@ async def _open_partitions(broker: Broker, name: str, first: int, end: int) -> N
                     if future.exception() is not None:
                         failure = failure or future.exception()
                         continue
-                    manager.logs[tp] = future.result()
-                    manager.log_dir_of[tp] = target
+                    manager.register(tp, future.result(), target)
                 pending = []
                 broker.topics_changed()
                 # The new logs live as long as the topic: out of the collector's way, or each
