@@ -12,6 +12,9 @@
    pool, not in the append on the loop. While the segment's fsync is held, Metadata is
    answered and the acks=1 produce that called for the flush is not (Kafka flushes in the
    append, before the answer); it is once the fsync ends, its record durable.
+4. A new partition's first produce: the leader-epoch checkpoint was written when the topic
+   was created (epoch 0 from offset 0, as Kafka's new leader assigns it), on the creating
+   workers, so no produce to it fsyncs on the loop.
 
 ``os.fsync`` is held by an Event and then called for real: the data is made durable as before.
 The assertions are on order (answered while held), never on durations.
@@ -193,4 +196,29 @@ def test_flush_messages_flushes_on_the_fsync_pool_before_the_answer(tmp_path, mo
         client.close()
     finally:
         held.gate.set()
+        server.stop()
+
+
+def test_first_produce_to_a_new_partition_fsyncs_nothing_on_the_loop(tmp_path, monkeypatch):
+    live = tmp_path / "live"
+    calls: list[tuple[str, str]] = []
+    real = os.fsync
+
+    def recording(fd: int) -> None:
+        calls.append((threading.current_thread().name, os.readlink(f"/proc/self/fd/{fd}")))
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", recording)
+    server = BackgroundServer(ServerConfig([live], port=0, **SMALL)).start()
+    try:
+        client = WireClient("127.0.0.1", server.broker.port, timeout=20)
+        create_topic(client, "fresh", {})
+        checkpoint = live / "fresh-0" / "leader-epoch-checkpoint"
+        assert checkpoint.read_text().split("\n")[:3] == ["0", "1", "0 0"]
+        calls.clear()
+        for i in range(3):
+            assert produce(client, "fresh", [(b"k", b"v%d" % i)])["error_code"] == 0
+        assert not [c for c in calls if c[0] == LOOP_THREAD], calls
+        client.close()
+    finally:
         server.stop()

@@ -229,7 +229,8 @@ class Broker:
 
     def ensure_internal_topic(self, name: str, partitions: int, configs: dict[str, str]) -> None:
         if name not in self.log_manager.topics():
-            self.log_manager.create_topic(name, partitions, configs)
+            for created in self.log_manager.create_topic(name, partitions, configs):
+                created.assign_epoch_start_offset(0)  # led from the start, as a new topic's
 
     async def append_records(
         self, topic: str, partition: int, records: bytes, *, origin: str

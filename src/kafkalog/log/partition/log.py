@@ -394,6 +394,12 @@ class Log:
         if self.interval_flushes and self.flush_due():
             self.flush()
 
+    def assign_epoch_start_offset(self, leader_epoch: int) -> None:
+        """``leader_epoch`` begins at the log end (Kafka's UnifiedLog.assignEpochStartOffset
+        when a replica becomes leader): the leader-epoch checkpoint is written and fsynced
+        then, not by the first append in that epoch."""
+        self.leader_epoch_cache.assign(leader_epoch, self.log_end_offset)
+
     def flush_due(self) -> bool:
         """Whether the appends since the last flush call for one: ``flush.messages`` records
         or ``flush.ms`` since it (Kafka's UnifiedLog.append and its flush scheduler)."""

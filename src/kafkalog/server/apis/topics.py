@@ -55,10 +55,13 @@ CREATE_CHUNK = 128  # partitions handed to the workers before the created ones a
 
 def _open_partition(directory: Path, config: LogConfig, clock, topic_id: uuid.UUID) -> Log:
     """What LogManager.get_or_create_log does for one new partition, minus its registration
-    (which stays on the event loop's thread): the log and its ``partition.metadata``."""
+    (which stays on the event loop's thread): the log and its ``partition.metadata``; and
+    this node's leadership, epoch 0 from offset 0 (so that the first produce writes no
+    leader-epoch checkpoint on the loop)."""
     partition_log = Log.open(directory, config=config, clock=clock, writable=True, create=True)
     try:
         write_partition_metadata(directory / PARTITION_METADATA_FILE_NAME, topic_id)
+        partition_log.assign_epoch_start_offset(0)
     except BaseException:
         partition_log.close()
         raise
