@@ -112,11 +112,26 @@ def test_checkpoints_follow_the_manifest(s3, tmp_path):
     assert sum(e.log_end_offset for e in manifest.partitions.values()) == 1000
 
 
-def test_uncommitted_objects_are_not_read(s3, tmp_path):
+def commands(capfd, url: str) -> list[tuple[int, str]]:
+    """``kafkalog stats --json`` and ``kafkalog transactions`` of ``url``: (status, stdout)."""
+    from kafkalog.cli.main import main
+
+    capfd.readouterr()
+    out = []
+    for args in (["stats", "--json", "--quiet", url], ["transactions", url]):
+        status = main(args)
+        out.append((status, capfd.readouterr().out))
+    return out
+
+
+def test_uncommitted_objects_are_not_read(s3, tmp_path, capfd):
     client, _ = s3
     url = f"s3://{BUCKET}/uncommitted"
     kafkalog.arrow.write_data_dir(rows(400), url, topic="t", num_partitions=2)
-    before = read(url)
+    before, before_commands = read(url), commands(capfd, url)
+    assert [status for status, _ in before_commands] == [0, 0]
+    summary = json.loads(before_commands[0][1].splitlines()[-1])
+    assert (summary["type"], summary["partitions"], summary["records"]) == ("summary", 2, 400)
     # a write under way: a new segment put in place, its manifest not yet; and a new partition
     local = tmp_path / "more"
     kafkalog.arrow.write_data_dir(rows(400), local, topic="t", num_partitions=3)
@@ -130,6 +145,8 @@ def test_uncommitted_objects_are_not_read(s3, tmp_path):
     client.upload_file(str(seg), BUCKET, "uncommitted/t-2/00000000000000000000.log")
     after = read(url)
     assert after.equals(before)
+    # the command-line readers honour the manifest too: the same answers
+    assert commands(capfd, url) == before_commands
     # the next write starts its segments at the committed end, over the leftovers
     kafkalog.arrow.write_data_dir(rows(100, 400), url, topic="t")
     assert read(url).num_rows == 500

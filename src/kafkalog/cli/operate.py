@@ -30,6 +30,7 @@ from .progress import Progress, add_quiet_flag, total_bytes
 from .remote import check_urls, is_url, refuse_urls
 
 if TYPE_CHECKING:  # the log layer is imported when a command runs, not when the CLI starts
+    from ..dataset.manifest import Manifest
     from ..log.partition import Log
     from ..log.segment import LogSegment
 
@@ -64,6 +65,19 @@ class Target:
     partitions: list[Path]
     is_data_dir: bool
     filtered: bool = False  # --topic chose some of a data directory's partitions
+    # A data directory in object storage that kafkalog's writers committed to: its newest
+    # manifest (kafkalog.dataset.manifest), which names every segment read.
+    manifest: Manifest | None = None
+
+    def committed_bases(self, directory: Path) -> set[int] | None:
+        """The segments of partition ``directory`` its manifest commits (None: no manifest,
+        every segment listed is read)."""
+        if self.manifest is None:
+            return None
+        from ..log.datadir import parse_partition_dir_name
+
+        tp = parse_partition_dir_name(directory.name).topic_partition
+        return self.manifest.bases(tp) or set()
 
 
 @dataclass(slots=True)
@@ -180,6 +194,8 @@ def resolve_target(path: str, *, topics: list[str] | None = None, internal: bool
             if parsed.kind == PartitionDirKind.LIVE:
                 partitions.append(child)
         target = Target(root, root, partitions, True)
+    if is_url(root):
+        _honour_manifest(target)
     if topics:
         wanted = set(topics)
         target.partitions = [p for p in target.partitions if _topic_of(p) in wanted]
@@ -187,6 +203,22 @@ def resolve_target(path: str, *, topics: list[str] | None = None, internal: bool
         if not target.partitions:
             raise UsageError(f"{root}: no partition of {', '.join(sorted(wanted))}")
     return target
+
+
+def _honour_manifest(target: Target) -> None:
+    """A data directory in object storage with kafkalog's manifests: only the partitions and
+    segments the newest commits are read, as the Arrow and Spark readers read them (a write
+    that died or is under way leaves objects no commit names)."""
+    from ..dataset.manifest import newest_manifest
+    from ..log.datadir import parse_partition_dir_name
+
+    target.manifest = newest_manifest(target.data_dir)
+    if target.manifest is not None:
+        committed = target.manifest.partitions
+        target.partitions = [
+            p for p in target.partitions
+            if parse_partition_dir_name(p.name).topic_partition in committed
+        ]  # fmt: skip
 
 
 def _topic_of(directory: Path) -> str | None:
@@ -333,6 +365,7 @@ def open_logs(
                         log_start_offset=log_start,
                         recovery_point=0 if full_recovery else recovery_point,
                         had_clean_shutdown=skip_recovery or (clean and not full_recovery),
+                        committed_bases=target.committed_bases(directory),
                     )
                 except (KafkalogError, ValueError, OSError) as e:
                     if isinstance(e, KafkalogError):
@@ -352,10 +385,17 @@ def open_logs(
                 _update_checkpoints(target, [e.log for e in opened if e.log is not None])
 
 
-def open_log(directory: Path, *, log_class: type[Log] | None = None, **options) -> Log:
+def open_log(
+    directory: Path,
+    *,
+    log_class: type[Log] | None = None,
+    committed_bases: set[int] | None = None,
+    **options,
+) -> Log:
     """``Log.open(directory, **options)`` (or ``log_class``'s), refusing what a partition
     directory must not hold; a partition in object storage opened read-only from its objects
-    (:func:`kafkalog.log.partition.open_remote_log`: nothing to recover there)."""
+    (:func:`kafkalog.log.partition.open_remote_log`: nothing to recover there), only the
+    segments ``committed_bases`` names when a manifest commits them."""
     from ..log.clock import SystemClock
     from ..log.datadir import require_regular_entries
     from ..log.partition import Log
@@ -366,7 +406,7 @@ def open_log(directory: Path, *, log_class: type[Log] | None = None, **options) 
 
         return open_remote_log(
             log_class, directory, options["config"], options.get("clock") or SystemClock(),
-            log_start_offset=options.get("log_start_offset", 0),
+            log_start_offset=options.get("log_start_offset", 0), bases=committed_bases,
         )  # fmt: skip
     require_regular_entries(directory)  # a FIFO named like a segment blocks
     return log_class.open(directory, **options)

@@ -35,6 +35,7 @@ from __future__ import annotations
 import logging
 import os
 from bisect import bisect_right
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
@@ -299,15 +300,22 @@ def open_remote_log(
     clock: Clock,
     *,
     log_start_offset: int = 0,
+    bases: Collection[int] | None = None,
 ) -> L:
     """A partition directory in object storage opened read-only as ``log_class`` (a Log): what
     ``Log.open`` gives for a local one opened read-only, found by one listing. Its log end is
     where the last segment's readable batches end; every offset counts as recovered (nothing
-    is left to recover in a copy)."""
+    is left to recover in a copy). ``bases``: the segments a commit names (a writer's
+    manifest), the only ones read; None: every segment listed."""
     if not directory.is_dir():
         raise missing_object(str(directory))
     log = log_class(directory, config, clock, False)
-    log.segments = load_segments(directory, config, clock, writable=False).segments
+    segments = load_segments(directory, config, clock, writable=False).segments
+    if bases is not None:
+        for uncommitted in [s for s in segments if s.base_offset not in bases]:
+            uncommitted.close()
+        segments = [s for s in segments if s.base_offset in bases]
+    log.segments = segments
     first_base = log.segments[0].base_offset if log.segments else log_start_offset
     log.log_start_offset = max(log_start_offset, first_base)
     log._log_end_offset = log._read_log_end_offset() if log.segments else first_base
