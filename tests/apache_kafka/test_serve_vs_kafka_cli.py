@@ -622,8 +622,6 @@ def test_verifiable_producer_and_consumer(both: Both) -> None:
         step(GROUPS, "--bootstrap-server", BOOT, "--group", g, "--describe", sort=True),
     ]  # fmt: skip
     kafka, serve = both.run(steps)
-    assert kafka[1] == "exit 0\n5000 records sent", kafka[1]
-    assert kafka[3].endswith("data.consumed.in.nMsg 5000"), kafka[3]
     compare(steps, kafka, serve)
 
 
