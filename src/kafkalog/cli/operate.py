@@ -30,7 +30,7 @@ from .progress import Progress, add_quiet_flag, total_bytes
 from .remote import check_urls, is_url, refuse_urls
 
 if TYPE_CHECKING:  # the log layer is imported when a command runs, not when the CLI starts
-    from ..dataset.manifest import Manifest
+    from ..dataset import Manifest
     from ..log.partition import Log
     from ..log.segment import LogSegment
 
@@ -209,7 +209,7 @@ def _honour_manifest(target: Target) -> None:
     """A data directory in object storage with kafkalog's manifests: only the partitions and
     segments the newest commits are read, as the Arrow and Spark readers read them (a write
     that died or is under way leaves objects no commit names)."""
-    from ..dataset.manifest import newest_manifest
+    from ..dataset import newest_manifest
     from ..log.datadir import parse_partition_dir_name
 
     target.manifest = newest_manifest(target.data_dir)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from .manifest import ConcurrentCommitError
+    from .manifest import ConcurrentCommitError, Manifest, newest_manifest
     from .options import (
         EARLIEST,
         LATEST,
@@ -60,6 +60,7 @@ _EXPORTS = {
     "EARLIEST": "options",
     "LATEST": "options",
     "ConcurrentCommitError": "manifest",
+    "Manifest": "manifest",
     "OffsetRange": "reader",
     "OffsetSpec": "options",
     "OptionError": "options",
@@ -83,6 +84,7 @@ _EXPORTS = {
     "discover": "planner",
     "existing_partitions": "writer",
     "iter_chunks": "reader",
+    "newest_manifest": "manifest",
     "open_selected": "reader",
     "parse_read_options": "options",
     "parse_write_options": "options",
@@ -102,6 +104,7 @@ __all__ = [
     "LATEST",
     "STAGING_DIR",
     "ConcurrentCommitError",
+    "Manifest",
     "OffsetRange",
     "OffsetSpec",
     "OptionError",
@@ -124,6 +127,7 @@ __all__ = [
     "discover",
     "existing_partitions",
     "iter_chunks",
+    "newest_manifest",
     "open_selected",
     "parse_read_options",
     "parse_write_options",
