@@ -197,28 +197,18 @@ def clean(
     return result
 
 
+@dataclass
 class _Cleaner:
     """One clean of one log (Kafka's Cleaner.doClean and what it calls)."""
 
-    def __init__(
-        self,
-        log: Log,
-        offset_map: OffsetMap,
-        now: int,
-        stats: CleanerStats,
-        dry_run: bool,
-        result: CleanResult,
-        run: Exclusive = _call,
-        delete_later: Callable[[LogSegment], None] | None = None,
-    ) -> None:
-        self.log = log
-        self.map = offset_map
-        self.now = now
-        self.stats = stats
-        self.dry_run = dry_run
-        self.result = result
-        self.run = run
-        self.delete_later = delete_later
+    log: Log
+    map: OffsetMap
+    now: int
+    stats: CleanerStats
+    dry_run: bool
+    result: CleanResult
+    run: Exclusive = _call
+    delete_later: Callable[[LogSegment], None] | None = None
 
     def do_clean(self, ltc: LogToClean) -> None:
         log = self.log

@@ -34,6 +34,7 @@ from ...format.constants import (
 )
 from ...format.entries import ENTRY_HEADER, frame_entry
 from ..storage import is_remote
+from ..storage.remote_file import ClosedOnExit
 from .file_cache import CachedFile, FileCache, PinnedFile
 
 __all__ = ["FileRecords", "LogOffsetPosition", "TimestampAndOffset"]
@@ -103,7 +104,7 @@ class PinnedDescriptor:
         return f"PinnedDescriptor({self.path!r}, fd={self.fd})"
 
 
-class FileRecords:
+class FileRecords(ClosedOnExit):
     """Log entries in a file, or a window ``[start, end)`` of one.
 
     ``end`` is None for a whole file that may grow (its size is read when needed); a slice has a
@@ -467,12 +468,6 @@ class FileRecords:
     def drop_descriptor(self) -> None:
         """Close the descriptor now if unused (the next read or write reopens it)."""
         self._file.drop()
-
-    def __enter__(self) -> FileRecords:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"FileRecords({self.path!r}, start={self._start}, end={self._end})"

@@ -47,7 +47,7 @@ import struct
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -55,6 +55,7 @@ from ...errors import CorruptIndexError
 from ..datadir import open_regular_fd
 from ..errors import IndexOffsetOverflowError, InvalidOffsetError
 from ..storage import as_path, is_remote
+from ..storage.remote_file import ClosedOnExit
 from .file_cache import CachedFile, FileCache, default_cache
 from .file_records import PinnedDescriptor
 
@@ -66,7 +67,6 @@ _INT32_MAX = 2**31 - 1
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _SCAN_CHUNK_ENTRIES = 8192
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-_File = TypeVar("_File", bound="IndexFile")
 
 
 class _IndexCopy(bytes):
@@ -79,7 +79,7 @@ class _IndexCopy(bytes):
         pass
 
 
-class IndexFile(abc.ABC):
+class IndexFile(ClosedOnExit, abc.ABC):
     """What a segment's index files share (the mapped ``.index`` and ``.timeindex``, the plain
     ``.txnindex``): a path, a mode, a descriptor held while open, closing as a context manager,
     and following a renamed partition directory."""
@@ -114,12 +114,6 @@ class IndexFile(abc.ABC):
     @property
     def writable(self) -> bool:
         return self._writable
-
-    def __enter__(self: _File) -> _File:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     def _unlink(self) -> bool:
         """Delete the file; False if it did not exist."""

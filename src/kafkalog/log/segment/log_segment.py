@@ -622,19 +622,15 @@ class LogSegment:
 
     @property
     def offset_index_path(self) -> Path:
-        return (
-            self.offset_index.file
-            if self.offset_index is not None
-            else Path(self.log.path).with_suffix(".index")
-        )
+        return self._index_path(self.offset_index, ".index")
 
     @property
     def time_index_path(self) -> Path:
-        return (
-            self.time_index.file
-            if self.time_index is not None
-            else Path(self.log.path).with_suffix(".timeindex")
-        )
+        return self._index_path(self.time_index, ".timeindex")
+
+    def _index_path(self, index: OffsetIndex | TimeIndex | None, suffix: str) -> Path:
+        """The index's file, or where it would be for a segment opened without it."""
+        return index.file if index is not None else Path(self.log.path).with_suffix(suffix)
 
     def __repr__(self) -> str:
         return (

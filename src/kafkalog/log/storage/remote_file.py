@@ -14,10 +14,11 @@ bound of :func:`~.remote_storage.retrying`; then it fails with the URL and posit
 from __future__ import annotations
 
 import threading
+from typing import TypeVar
 
 from .remote_storage import filesystem_for, retrying
 
-__all__ = ["BLOCK", "RemoteFile", "fetched_bytes"]
+__all__ = ["BLOCK", "ClosedOnExit", "RemoteFile", "fetched_bytes"]
 
 BLOCK = 64 << 10
 
@@ -36,7 +37,24 @@ def _count(n: int) -> None:
         _fetched[1] += 1
 
 
-class RemoteFile:
+_Closing = TypeVar("_Closing", bound="ClosedOnExit")
+
+
+class ClosedOnExit:
+    """What holds files and is used in a ``with`` block: leaving the block closes it, as it
+    does a file."""
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self: _Closing) -> _Closing:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class RemoteFile(ClosedOnExit):
     """An object at ``url``, read by ranges; ``size`` when already known (from a listing)
     saves asking for it. Read-only: there is nothing to flush, lock or recover."""
 
@@ -120,12 +138,6 @@ class RemoteFile:
             self.closed = True
             self._block = b""
             self._reopen()
-
-    def __enter__(self) -> RemoteFile:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"RemoteFile({self.path!r})"

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ...errors import KafkalogError
 from ...format import Batch, ControlRecordType, Record
 from ...format.control import decode_control_type
 from ..partition import READ_COMMITTED, READ_UNCOMMITTED, Log
 from ..segment import AbortedTxn, LogSegment
+from ..storage.remote_file import ClosedOnExit
 from .errors import RemoteSegmentTruncatedError, TieredStorageError
 from .metadata import RemoteLogSegmentMetadata, TopicIdPartition
 
@@ -37,28 +38,23 @@ class TieredSegment:
         return self.segment.log.path
 
 
-class TieredPartition:
+@dataclass(eq=False)
+class TieredPartition(ClosedOnExit):
     """A tiered partition's log; see :func:`open_tiered_partition`. ``segments`` are what is
     read, in offset order; ``problem`` is where the readable prefix ends, if it ends before
     ``log_end_offset``; ``close()`` releases the files."""
 
-    def __init__(
-        self,
-        topic_id_partition: TopicIdPartition,
-        local: Log,
-        segments: list[TieredSegment],
-        log_start_offset: int,
-        local_log_start_offset: int,
-        problem: TieredStorageError | None,
-    ) -> None:
-        self.topic_id_partition = topic_id_partition
-        self.local = local
-        self.segments = segments
-        self.log_start_offset = log_start_offset
-        self.local_log_start_offset = local_log_start_offset
-        self.problem = problem
-        self._remote_opened = [s.segment for s in segments if s.remote is not None]
-        self._txns: tuple[list[AbortedTxn], int] | None = None
+    topic_id_partition: TopicIdPartition
+    local: Log
+    segments: list[TieredSegment]
+    log_start_offset: int
+    local_log_start_offset: int
+    problem: TieredStorageError | None
+    _remote_opened: list[LogSegment] = field(init=False)
+    _txns: tuple[list[AbortedTxn], int] | None = field(init=False, default=None)
+
+    def __post_init__(self) -> None:
+        self._remote_opened = [s.segment for s in self.segments if s.remote is not None]
 
     @property
     def log_end_offset(self) -> int:
@@ -181,12 +177,6 @@ class TieredPartition:
         for seg in self._remote_opened:
             seg.close()
         self.local.close()
-
-    def __enter__(self) -> TieredPartition:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return (

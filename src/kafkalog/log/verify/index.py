@@ -52,6 +52,13 @@ _UNINDEXED_ABORT = (
 # -- offset and time index checks ------------------------------------------------------------------
 
 
+def _entry_mismatch(
+    sink: FindingSink, code: str, path: str, entry: str, position: int, offset: int, why: str
+) -> None:
+    """An index entry the batches do not bear out; ``position`` is the entry's in the file."""
+    sink.error(code, path, f"{entry}: {why}", position=position, offset=offset)
+
+
 class _OffsetIndexCheck:
     """Lockstep check of ``.index`` entries against the batches, in position order."""
 
@@ -65,11 +72,8 @@ class _OffsetIndexCheck:
         self.pending: dict[int, tuple[int, int]] = {}
 
     def _mismatch(self, n: int, position: int, offset: int, why: str) -> None:
-        self.sink.error(
-            "index-entry-mismatch", self.path,
-            f"entry {n} (offset {offset}, position {position}): {why}",
-            position=n * 8, offset=offset,
-        )  # fmt: skip
+        entry = f"entry {n} (offset {offset}, position {position})"
+        _entry_mismatch(self.sink, "index-entry-mismatch", self.path, entry, n * 8, offset, why)
 
     def on_batch(self, facts: BatchFacts, prev_last: int | None) -> None:
         self.pending.pop(facts.last_offset, None)
@@ -120,11 +124,10 @@ class _TimeIndexCheck:
         self.next = 0
 
     def _mismatch(self, n: int, timestamp: int, offset: int, why: str) -> None:
-        self.sink.error(
-            "time-index-entry-mismatch", self.path,
-            f"entry {n} (timestamp {timestamp}, offset {offset}): {why}",
-            position=n * 12, offset=offset,
-        )  # fmt: skip
+        entry = f"entry {n} (timestamp {timestamp}, offset {offset})"
+        _entry_mismatch(
+            self.sink, "time-index-entry-mismatch", self.path, entry, n * 12, offset, why
+        )
 
     def on_batch(self, facts: BatchFacts, prev_last: int | None) -> None:
         low = facts.base_offset

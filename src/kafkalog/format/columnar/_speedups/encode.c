@@ -103,12 +103,21 @@ static int64_t body_size(const SourceObject *s, Py_ssize_t i, int64_t offset_del
     return body;
 }
 
-PyObject *kl_encode_plan(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 5 || !PyObject_TypeCheck(args[0], &kl_SourceType)) {
-        PyErr_SetString(PyExc_TypeError, "encode_plan(source, n, batch_bytes, max_records, plan)");
+/* The Source an encode kernel is called on (its first of `want` arguments), or NULL with the
+ * kernel's signature as the TypeError. */
+static SourceObject *source_args(PyObject *const *args, Py_ssize_t nargs, Py_ssize_t want,
+                                 const char *signature) {
+    if (nargs != want || !PyObject_TypeCheck(args[0], &kl_SourceType)) {
+        PyErr_SetString(PyExc_TypeError, signature);
         return NULL;
     }
-    SourceObject *s = (SourceObject *)args[0];
+    return (SourceObject *)args[0];
+}
+
+PyObject *kl_encode_plan(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    SourceObject *s =
+        source_args(args, nargs, 5, "encode_plan(source, n, batch_bytes, max_records, plan)");
+    if (s == NULL) return NULL;
     Py_ssize_t n = PyLong_AsSsize_t(args[1]);
     long long batch_bytes = PyLong_AsLongLong(args[2]), max_records = PyLong_AsLongLong(args[3]);
     if (PyErr_Occurred()) return NULL;
@@ -183,11 +192,9 @@ static uint8_t *write_records(const SourceObject *s, const int64_t *row, uint8_t
 }
 
 PyObject *kl_encode_records(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 7 || !PyObject_TypeCheck(args[0], &kl_SourceType)) {
-        PyErr_SetString(PyExc_TypeError, "encode_records(source, plan, b_from, b_to, gap, out, pos)");
-        return NULL;
-    }
-    SourceObject *s = (SourceObject *)args[0];
+    SourceObject *s =
+        source_args(args, nargs, 7, "encode_records(source, plan, b_from, b_to, gap, out, pos)");
+    if (s == NULL) return NULL;
     Py_ssize_t b_from = PyLong_AsSsize_t(args[2]), b_to = PyLong_AsSsize_t(args[3]);
     Py_ssize_t gap = PyLong_AsSsize_t(args[4]), pos = PyLong_AsSsize_t(args[6]);
     if (PyErr_Occurred()) return NULL;
@@ -282,11 +289,9 @@ static void write_header(uint8_t *o, const int64_t *row, int64_t size, const bat
 }
 
 PyObject *kl_encode_batches(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
-    if (nargs != 4 || !PyObject_TypeCheck(args[0], &kl_SourceType)) {
-        PyErr_SetString(PyExc_TypeError, "encode_batches(source, plan, n_batches, fields)");
-        return NULL;
-    }
-    SourceObject *s = (SourceObject *)args[0];
+    SourceObject *s =
+        source_args(args, nargs, 4, "encode_batches(source, plan, n_batches, fields)");
+    if (s == NULL) return NULL;
     Py_ssize_t n_batches = PyLong_AsSsize_t(args[2]);
     batch_fields_t f;
     if ((n_batches == -1 && PyErr_Occurred()) || parse_fields(args[3], &f) < 0) return NULL;
