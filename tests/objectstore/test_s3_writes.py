@@ -19,8 +19,12 @@ import pytest
 from s3_endpoint import moto_s3
 
 import kafkalog.arrow
-from kafkalog.dataset import OptionError, parse_write_options
-from kafkalog.dataset.manifest import ConcurrentCommitError, newest_manifest
+from kafkalog.dataset import (
+    ConcurrentCommitError,
+    OptionError,
+    newest_manifest,
+    parse_write_options,
+)
 from kafkalog.dataset.planner import clear_caches
 from kafkalog.dataset.writer import TaskWriter, commit_staged, prepare_staging, remove_staging
 from kafkalog.log.storage import RemoteStorageError
@@ -147,6 +151,16 @@ def test_uncommitted_objects_are_not_read(s3, tmp_path, capfd):
     assert after.equals(before)
     # the command-line readers honour the manifest too: the same answers
     assert commands(capfd, url) == before_commands
+    # and verify checks the commit, naming what no commit holds (info, not damage)
+    from kafkalog.log.verify import verify
+
+    found = verify(url)
+    assert not [f for f in found.findings if f.severity != "info"], found.findings
+    assert {(f.code, os.path.basename(f.path)) for f in found.findings} >= {
+        ("uncommitted-files", "t-0"),
+        ("uncommitted-partition", "t-2"),
+    }
+    assert sum(p.records for p in found.partitions) == 400
     # the next write starts its segments at the committed end, over the leftovers
     kafkalog.arrow.write_data_dir(rows(100, 400), url, topic="t")
     assert read(url).num_rows == 500

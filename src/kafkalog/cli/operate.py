@@ -66,7 +66,7 @@ class Target:
     is_data_dir: bool
     filtered: bool = False  # --topic chose some of a data directory's partitions
     # A data directory in object storage that kafkalog's writers committed to: its newest
-    # manifest (kafkalog.dataset.manifest), which names every segment read.
+    # manifest (kafkalog.log.datadir.manifest), which names every segment read.
     manifest: Manifest | None = None
 
     def committed_bases(self, directory: Path) -> set[int] | None:
@@ -78,6 +78,16 @@ class Target:
 
         tp = parse_partition_dir_name(directory.name).topic_partition
         return self.manifest.bases(tp) or set()
+
+    def committed_files(self, directory: Path) -> frozenset[str] | None:
+        """The names of partition ``directory``'s files its manifest commits (None: no
+        manifest)."""
+        if self.manifest is None:
+            return None
+        prefix = f"{directory.name}/"
+        return frozenset(
+            name[len(prefix) :] for name in self.manifest.objects if name.startswith(prefix)
+        )
 
 
 @dataclass(slots=True)

@@ -166,7 +166,7 @@ def run(args: argparse.Namespace) -> int:
             try:
                 collect(log, stats, timeline=bool(args.plot), progress=progress,
                         log_start_checkpoint=log_start, deep=args.deep,
-                        committed=target.committed_bases(entry.directory))  # fmt: skip
+                        committed=target.committed_files(entry.directory))  # fmt: skip
             finally:
                 if log is not entry.log:
                     log.close()
@@ -261,18 +261,20 @@ def collect(
     progress=None,
     log_start_checkpoint: int | None = None,
     deep: bool = True,
-    committed: set[int] | None = None,
+    committed: frozenset[str] | None = None,
 ) -> None:
     """Fill ``stats`` from ``log`` (a read-only Log): batch headers, and with ``deep`` every
     record decoded (none kept). ``log_start_checkpoint``: the partition's
     log-start-offset-checkpoint entry (None: none), which says whether offsets below the first
-    segment were lost or left by retention. ``committed``: the segments a manifest commits in
-    object storage (None: no manifest); other segment files there belong to no commit and are
-    neither counted nor taken for lost segments."""
+    segment were lost or left by retention. ``committed``: the partition's files a manifest
+    commits in object storage (None: no manifest); other files there belong to no commit and
+    are neither counted nor taken for lost segments."""
     stats.cleanup_policy = cleanup_policy(log.config)
     stats.segments = len(log.segments)
     stats.log_start_offset, stats.log_end_offset = log.log_start_offset, log.log_end_offset
-    files = [p for p in log.dir.iterdir() if p.is_file() and _in_commit(p.name, committed)]
+    files = [p for p in log.dir.iterdir() if p.is_file()]
+    if committed is not None:
+        files = [p for p in files if p.name in committed]
     stats.files_size = sum(p.stat().st_size for p in files)
     if timeline:
         stats.timeline = (array("q"), array("q"), array("q"))
@@ -302,19 +304,6 @@ def collect(
             previous_last + 1, active)  # fmt: skip
     if log.config.compact and stats.error is None and log.segments:
         _compaction_state(log, stats, end)
-
-
-def _in_commit(name: str, committed: set[int] | None) -> bool:
-    """Whether the file ``name`` of a partition directory counts: every file without a
-    manifest; with one, the committed segments' files and those of no segment."""
-    from ..log.datadir import parse_segment_file_name
-
-    if committed is None:
-        return True
-    try:
-        return parse_segment_file_name(name).base_offset in committed
-    except KafkalogError:
-        return True
 
 
 def _lost_files(log, log_start_checkpoint: int | None) -> list[tuple[int, str]]:

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from .manifest import ConcurrentCommitError, Manifest, newest_manifest
+    from ..errors import ConcurrentCommitError
+    from ..log.datadir import Manifest, newest_manifest
     from .options import (
         EARLIEST,
         LATEST,
@@ -59,8 +60,8 @@ if TYPE_CHECKING:
 _EXPORTS = {
     "EARLIEST": "options",
     "LATEST": "options",
-    "ConcurrentCommitError": "manifest",
-    "Manifest": "manifest",
+    "ConcurrentCommitError": ".errors",  # (kafkalog.errors)
+    "Manifest": ".log.datadir",  # (kafkalog.log.datadir: the commit is a data-directory file)
     "OffsetRange": "reader",
     "OffsetSpec": "options",
     "OptionError": "options",
@@ -84,7 +85,7 @@ _EXPORTS = {
     "discover": "planner",
     "existing_partitions": "writer",
     "iter_chunks": "reader",
-    "newest_manifest": "manifest",
+    "newest_manifest": ".log.datadir",
     "open_selected": "reader",
     "parse_read_options": "options",
     "parse_write_options": "options",

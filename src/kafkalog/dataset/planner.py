@@ -217,7 +217,7 @@ _COMMITTED: dict = {}
 def _committed_in(root, children) -> set[str] | None:
     """The partition directories the newest manifest of the remote data directory holding
     ``children`` lists (None: no manifest, every partition directory is read)."""
-    from .manifest import newest_manifest
+    from ..log.datadir import newest_manifest
 
     partition_dir = len(children) == 1 and children[0] is root
     data_dir = root.parent if partition_dir else root

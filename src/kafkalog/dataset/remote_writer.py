@@ -25,24 +25,21 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import KafkalogError
+from ..errors import ConcurrentCommitError, KafkalogError
 from ..log.datadir import (
     LOG_FILE_SUFFIX,
     LOG_START_OFFSET_CHECKPOINT,
     TOPICS_FILE_NAME,
-    TopicPartition,
-    log_dir_name,
-    write_offset_checkpoint,
-)
-from ..log.storage import RemoteFile, as_path, delete_objects, delete_prefix, is_remote, put_file
-from .manifest import (
-    ConcurrentCommitError,
     Manifest,
     PartitionEntry,
+    TopicPartition,
+    log_dir_name,
     manifest_name,
     newest_manifest,
     write_manifest,
+    write_offset_checkpoint,
 )
+from ..log.storage import RemoteFile, as_path, delete_objects, delete_prefix, is_remote, put_file
 from .options import OptionError, WriteOptions
 
 if TYPE_CHECKING:

@@ -37,6 +37,16 @@ if TYPE_CHECKING:
         TopicConfigs,
         topic_configs,
     )
+    from .manifest import (
+        MANIFEST_PREFIX,
+        MANIFEST_SUFFIX,
+        Manifest,
+        PartitionEntry,
+        is_manifest_name,
+        manifest_name,
+        newest_manifest,
+        write_manifest,
+    )
     from .meta_properties import META_PROPERTIES_FILE_NAME, read_meta_properties
     from .naming import (
         CLEANED_FILE_SUFFIX,
@@ -78,6 +88,14 @@ if TYPE_CHECKING:
 
 # What the code outside imports from here, and the module that defines it (loaded on first use).
 _EXPORTS = {
+    "is_manifest_name": "manifest",
+    "MANIFEST_PREFIX": "manifest",
+    "MANIFEST_SUFFIX": "manifest",
+    "Manifest": "manifest",
+    "PartitionEntry": "manifest",
+    "manifest_name": "manifest",
+    "newest_manifest": "manifest",
+    "write_manifest": "manifest",
     "CLEANED_FILE_SUFFIX": "naming",
     "CLEANER_OFFSET_CHECKPOINT": "checkpoints",
     "CLEAN_SHUTDOWN_FILE_NAME": "clean_shutdown",
@@ -161,6 +179,8 @@ __all__ = [
     "LOCK_FILE_NAME",
     "LOG_FILE_SUFFIX",
     "LOG_START_OFFSET_CHECKPOINT",
+    "MANIFEST_PREFIX",
+    "MANIFEST_SUFFIX",
     "META_PROPERTIES_FILE_NAME",
     "OFFSET_CHECKPOINT_FILES",
     "PARTITION_METADATA_FILE_NAME",
@@ -177,17 +197,22 @@ __all__ = [
     "DataDirLocks",
     "EpochEntry",
     "LogManager",
+    "Manifest",
     "NotRegularFileError",
     "PartitionDirKind",
+    "PartitionEntry",
     "TopicConfigs",
     "TopicPartition",
     "irregular_reason",
+    "is_manifest_name",
     "load_metadata_image",
     "log_delete_dir_name",
     "log_dir_name",
     "log_file",
     "make_bootable",
+    "manifest_name",
     "nesting_guard",
+    "newest_manifest",
     "offset_from_file_name",
     "offset_index_file",
     "open_regular",
@@ -212,6 +237,7 @@ __all__ = [
     "validate_topic",
     "write_file_atomically",
     "write_leader_epoch_checkpoint",
+    "write_manifest",
     "write_offset_checkpoint",
     "write_partition_metadata",
 ]

@@ -2,9 +2,10 @@
 put, objects and prefixes deleted), with the reads' retries and error naming.
 
 Object stores have no rename and no append: an object is put whole, and becomes visible whole
-(a put is atomic per object). The atomic commit of a write of many objects is the dataset
-layer's (a manifest written last, :mod:`kafkalog.dataset.manifest`); this module only puts and
-deletes, each call retried within :func:`~.remote_storage.retrying`'s bound.
+(a put is atomic per object). The atomic commit of a write of many objects is a manifest
+written last (:mod:`kafkalog.log.datadir.manifest`, put by the dataset layer's writer); this
+module only puts and deletes, each call retried within :func:`~.remote_storage.retrying`'s
+bound.
 """
 
 from __future__ import annotations

@@ -46,11 +46,14 @@ from ..datadir import (
     REPLICATION_OFFSET_CHECKPOINT,
     TIME_INDEX_FILE_SUFFIX,
     TOPICS_FILE_NAME,
+    Manifest,
     PartitionDirKind,
     TopicConfigs,
     TopicPartition,
+    is_manifest_name,
     load_metadata_image,
     nesting_guard,
+    newest_manifest,
     parse_partition_dir_name,
     parse_segment_file_name,
     parse_snapshot_file_name,
@@ -129,8 +132,13 @@ def verify(
         _verify_file(target, sink, report, deep)
     elif is_partition_dir(target):
         configs = topic_configs(target.parent)
-        context = _context_for(target, _read_checkpoints(target.parent, sink), configs)
-        report.partitions.append(check_partition(target, sink, deep=deep, context=context).summary)
+        manifest = _newest_manifest(target.parent, sink)
+        context = _context_for(target, _read_checkpoints(target.parent, sink), configs, manifest)
+        if manifest is not None and context.committed is None:
+            _report_uncommitted_partition(target, sink)
+        else:
+            result = check_partition(target, sink, deep=deep, context=context)
+            report.partitions.append(result.summary)
     else:
         _verify_data_dir(target, sink, report, deep)
     report.findings, report.files_checked = sink.findings, sink.files_checked
@@ -159,9 +167,32 @@ def is_partition_dir(path: Path) -> bool:
 # -- a data directory ------------------------------------------------------------------------------
 
 
+def _newest_manifest(root: Path, sink: FindingSink) -> Manifest | None:
+    """The newest commit of kafkalog's writers in a data directory in object storage (None:
+    none, or a local directory); one that cannot be read is an error finding."""
+    if not is_remote(root):
+        return None
+    try:
+        return newest_manifest(root)
+    except KafkalogError as e:
+        sink.error("manifest-corrupt", e.path or root, error_text(e))
+    except OSError as e:
+        sink.io_error(root, e, "cannot read the newest manifest")
+    return None
+
+
+def _report_uncommitted_partition(directory: Path, sink: FindingSink) -> None:
+    sink.info(
+        "uncommitted-partition", directory,
+        "no commit of kafkalog's writers names this partition (a write that died or is under "
+        "way): readers skip it, and so does this check",
+    )  # fmt: skip
+
+
 def _verify_data_dir(root: Path, sink: FindingSink, report: VerifyReport, deep: bool) -> None:
     checkpoints = _read_checkpoints(root, sink)
     configs = topic_configs(root)
+    manifest = _newest_manifest(root, sink)
     _check_root_files(root, sink, deep)
     topic_ids: dict[str, dict[object, list[Path]]] = {}
     seen: set[TopicPartition] = set()
@@ -184,8 +215,11 @@ def _verify_data_dir(root: Path, sink: FindingSink, report: VerifyReport, deep: 
         context = (
             None
             if child.name == CLUSTER_METADATA_DIR
-            else _context_for(child, checkpoints, configs)
+            else _context_for(child, checkpoints, configs, manifest)
         )
+        if manifest is not None and (context is None or context.committed is None):
+            _report_uncommitted_partition(child, sink)
+            continue
         result = check_partition(child, sink, deep=deep, context=context)
         report.partitions.append(result.summary)
         if result.topic_id is not None and child.name != CLUSTER_METADATA_DIR:
@@ -213,13 +247,21 @@ def _read_checkpoints(
 
 
 def _context_for(
-    directory: Path, checkpoints: dict, configs: TopicConfigs | None
+    directory: Path,
+    checkpoints: dict,
+    configs: TopicConfigs | None,
+    manifest: Manifest | None = None,
 ) -> PartitionContext:
     context = PartitionContext()
     try:
         tp = parse_partition_dir_name(directory.name).topic_partition
     except KafkalogError:
         return context
+    if manifest is not None and tp in manifest.partitions:
+        prefix = f"{directory.name}/"
+        context.committed = frozenset(
+            name[len(prefix) :] for name in manifest.objects if name.startswith(prefix)
+        )
     if configs is not None:  # the topic's limit tells a torn append from a damaged size
         context.max_message_bytes = configs.config_for(tp.topic)["max.message.bytes"]
     for name, field_name in _CONTEXT_FIELDS.items():
@@ -265,6 +307,8 @@ def _check_root_files(root: Path, sink: FindingSink, deep: bool) -> None:
             check_json_file(path, sink, _JSON_ROOT_FILES[path.name])
             continue
         if path.name in known or path.name in OFFSET_CHECKPOINT_FILES:
+            continue
+        if is_manifest_name(path.name):  # a commit of kafkalog's writers (object storage)
             continue
         if path.name == BOOTSTRAP_CHECKPOINT:
             scan_log(path, sink, deep=deep, snapshot=True)

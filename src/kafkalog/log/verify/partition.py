@@ -75,6 +75,9 @@ class PartitionContext:
     cleaner_offset: int | None = None
     sources: dict[str, str] = field(default_factory=dict)  # which file said each (for messages)
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES  # the topic's: the largest torn append
+    # In object storage, the partition's files a manifest of kafkalog's writers commits (None:
+    # no manifest): other files belong to a write that died or is under way.
+    committed: frozenset[str] | None = None
 
 
 @dataclass(slots=True)
@@ -91,15 +94,17 @@ def check_partition(
     start = len(sink.findings)
     summary = PartitionSummary(path=str(directory))
     result = PartitionResult(summary)
+    context = context or PartitionContext()
     try:
         files = regular_files(directory, sink)
     except OSError as e:
         sink.io_error(directory, e, "cannot list the directory")
         return result
+    if context.committed is not None:
+        files = _committed_files(directory, files, context.committed, sink)
     logs, swaps, indexes, snapshots, others = _classify(files, sink)
     segments = _effective_segments(directory, logs, swaps, sink, deep)
     bases = sorted(segments)
-    context = context or PartitionContext()
     log_start = log_start_before_segments(context.log_start_offset, [p.name for p in others])
     _check_orphans(directory, indexes, logs, swaps, bases, sink, log_start)
 
@@ -154,6 +159,25 @@ def regular_files(directory: Path, sink: FindingSink) -> list[Path]:
         elif not path.is_dir():
             files.append(path)
     return files
+
+
+def _committed_files(
+    directory: Path, files: list[Path], committed: frozenset[str], sink: FindingSink
+) -> list[Path]:
+    """``files`` without those the manifest does not commit, which readers skip; they are
+    reported once for the partition (info)."""
+    kept = [path for path in files if path.name in committed]
+    uncommitted = sorted(path.name for path in files if path.name not in committed)
+    if uncommitted:
+        listed = ", ".join(uncommitted[:5])
+        more = f" and {len(uncommitted) - 5} more" if len(uncommitted) > 5 else ""
+        sink.info(
+            "uncommitted-files", directory,
+            f"{listed}{more}: no commit of kafkalog's writers names "
+            f"{'them' if len(uncommitted) > 1 else 'it'} (a write that died or is under way): "
+            f"readers skip {'them' if len(uncommitted) > 1 else 'it'}, and so does this check",
+        )  # fmt: skip
+    return kept
 
 
 def note_stray_file(path: Path, sink: FindingSink, where: str) -> None:

@@ -6,9 +6,10 @@ list them, and made part of the directory by one put: the manifest
 ``kafkalog-manifest-<commit, 20 digits>.json`` in the data directory, naming every committed
 object and, per partition, its segments (base offset and size) and log start and end offsets.
 Readers of a directory that has manifests read only what the newest one lists
-(:func:`newest_manifest`, used by the planner): objects of a write that has not committed, or
-that died, are invisible. Committed objects are never rewritten: an append starts new segments
-at the log end offset, so a reader's plan stays valid while the next write runs.
+(:func:`newest_manifest`: the dataset planner, the command-line readers and verify): objects of
+a write that has not committed, or that died, are invisible. Committed objects are never
+rewritten: an append starts new segments at the log end offset, so a reader's plan stays valid
+while the next write runs.
 
 A writer remembers the newest commit it started from and refuses to commit over a newer one
 (:class:`ConcurrentCommitError`): one writer at a time per directory, checked, not locked (a
@@ -21,15 +22,17 @@ import json
 import time
 from dataclasses import dataclass, field
 
-from ..errors import ConcurrentCommitError, KafkalogError
-from ..log.datadir import TopicPartition, log_dir_name
-from ..log.storage import RemotePath, as_path, put_bytes
+from ...errors import ConcurrentCommitError, KafkalogError
+from ..storage import RemotePath, as_path, put_bytes
+from .naming import TopicPartition, log_dir_name
 
 __all__ = [
     "MANIFEST_PREFIX",
+    "MANIFEST_SUFFIX",
     "ConcurrentCommitError",
     "Manifest",
     "PartitionEntry",
+    "is_manifest_name",
     "manifest_name",
     "newest_manifest",
     "write_manifest",
@@ -70,6 +73,11 @@ def _by_partition(item) -> tuple[str, int]:
 
 def manifest_name(commit: int) -> str:
     return f"{MANIFEST_PREFIX}{commit:020d}{MANIFEST_SUFFIX}"
+
+
+def is_manifest_name(name: str) -> bool:
+    """Whether ``name`` is a manifest's (``kafkalog-manifest-<commit>.json``)."""
+    return _commit_of(name) is not None
 
 
 def _commit_of(name: str) -> int | None:
