@@ -19,6 +19,7 @@ import json
 import re
 import subprocess
 import threading
+import time
 import uuid
 from collections import Counter
 from collections.abc import Callable
@@ -668,3 +669,102 @@ def test_producer_and_consumer_perf_test(both: Both) -> None:
     assert kafka[1] == "exit 0\n5000 records sent", kafka[1]
     assert kafka[3].endswith("data.consumed.in.nMsg 5000"), kafka[3]
     compare(steps, kafka, serve)
+
+
+# --- The consumer group protocol (KIP-848) ------------------------------------------------------
+
+_MEMBER_ID = re.compile(r"(?<![A-Za-z0-9_-])[A-Za-z0-9_-]{22}(?![A-Za-z0-9_-])")
+
+
+def consumed_and_committed(stdout: str) -> tuple[set[str], dict[str, int], dict[str, int]]:
+    """A verifiable consumer's assigned partitions (the last assignment event's, plus the
+    ones added since), the highest offset it consumed and the last it committed, by partition."""
+    assigned: set[str] = set()
+    consumed: dict[str, int] = {}
+    committed: dict[str, int] = {}
+    for e in (json.loads(x) for x in stdout.splitlines() if x.startswith("{")):
+        parts = {f"{p['topic']}-{p['partition']}" for p in e.get("partitions") or []}
+        if e["name"] == "partitions_assigned":
+            assigned |= parts
+        elif e["name"] == "partitions_revoked":
+            assigned -= parts
+        elif e["name"] == "records_consumed":
+            for p in e["partitions"]:
+                tp = f"{p['topic']}-{p['partition']}"
+                consumed[tp] = max(consumed.get(tp, -1), p["maxOffset"])
+        elif e["name"] == "offsets_committed" and e["success"]:
+            for p in e["offsets"]:
+                committed[f"{p['topic']}-{p['partition']}"] = p["offset"]
+    return assigned, consumed, committed
+
+
+def two_consumers(kafka_dist, side: Side, topic: str, group: str) -> list[str]:
+    """Two kafka-verifiable-consumers with ``--group-protocol consumer`` in one group: the
+    first reads everything, the second joins and the server-side assignor gives it a partition
+    the first revokes; kafka-consumer-groups --describe --members while both run, then both
+    stop (leaving the group) and the group's offsets, type, state and epochs are described."""
+    groups = ("--bootstrap-server", side.bootstrap, "--group", group)
+    consumer = [*cds_flags(kafka_dist, VERIFIABLE_CONSUMER)]
+    args = ["--bootstrap-server", side.bootstrap, "--topic", topic, "--group-id", group,
+            "--group-protocol", "consumer", "--reset-policy", "earliest"]  # fmt: skip
+    out: list[str] = []
+    procs: list[subprocess.Popen] = []
+    files = [side.workdir / f"{group}-{i}.out" for i in range(2)]
+
+    def events(i: int) -> tuple[set[str], dict[str, int], dict[str, int]]:
+        return consumed_and_committed(files[i].read_text())
+
+    def wait_for(check: Callable[[], bool], what: str) -> None:
+        for _ in range(600):
+            if check():
+                return
+            time.sleep(0.1)
+        raise AssertionError(f"{side.name}: no {what}: {[f.read_text() for f in files]}")
+
+    try:
+        for i in range(2):
+            cmd = kafka_dist.command(VERIFIABLE_CONSUMER, *args)
+            cmd[1:1] = consumer
+            with files[i].open("w") as f:
+                procs.append(subprocess.Popen(cmd, stdout=f, stderr=subprocess.DEVNULL))
+            if i == 0:
+                wait_for(lambda: sum(events(0)[2].values()) == 300, "commit of all 300 records")
+        wait_for(lambda: len(events(0)[0]) == 2 and len(events(1)[0]) == 1, "rebalance to 2+1")
+        members = run_tool(kafka_dist, GROUPS, [*groups, "--describe", "--members", "--verbose"])
+        out.append(_MEMBER_ID.sub("<member>", f"exit {members.returncode}\n{members.stdout}"))
+        out.append("\n".join(f"consumer {i} owns {sorted(events(i)[0])}" for i in range(2)))
+    finally:
+        for p in procs:
+            p.terminate()
+        for p in procs:
+            p.wait(timeout=60)
+    first, second = events(0), events(1)
+    committed = {**first[2], **{tp: o for tp, o in second[2].items() if o >= first[2].get(tp, 0)}}
+    out.append("\n".join(f"committed {tp}: {o}" for tp, o in sorted(committed.items())))
+    for extra in (["--describe"], ["--describe", "--state", "--verbose"]):
+        proc = run_tool(kafka_dist, GROUPS, [*groups, *extra])
+        out.append(f"exit {proc.returncode}\n{proc.stdout}")
+    listed = run_tool(kafka_dist, GROUPS, ["--bootstrap-server", side.bootstrap, "--list",
+                                           "--type"])  # fmt: skip
+    out.append("\n".join(x for x in listed.stdout.splitlines() if group in x))
+    return [normalize(side, text, sort=True) for text in out]
+
+
+def test_consumer_group_protocol(both: Both) -> None:
+    """The consumer group protocol of KIP-848 (ConsumerGroupHeartbeat, ConsumerGroupDescribe):
+    two verifiable consumers with --group-protocol consumer share a topic of 3 partitions (the
+    uniform assignor: 2 and 1, sticky), with the group described while both run and after."""
+    t, g = name("kip848"), name("kip848-group")
+    setup = [
+        step(TOPICS, "--bootstrap-server", BOOT, "--create", "--topic", t, "--partitions", "3"),
+        step(VERIFIABLE_PRODUCER, "--bootstrap-server", BOOT, "--topic", t, "--max-messages",
+             "300", "--acks", "-1", "--repeating-keys", "7", out=verifiable_summary),
+    ]  # fmt: skip
+    kafka, serve = both.run(setup)
+    compare(setup, kafka, serve)
+    with ThreadPoolExecutor(2) as pool:
+        k = pool.submit(two_consumers, both.kafka_dist, both.kafka, t, g)
+        s = pool.submit(two_consumers, both.kafka_dist, both.serve, t, g)
+        kafka, serve = k.result(), s.result()
+    assert "Consumer" in kafka[-1] and "<member>" in kafka[0], kafka
+    assert serve == kafka

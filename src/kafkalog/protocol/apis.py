@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from ..format.message import Encoded, Message, Reader
 from . import messages_admin as ma
 from . import messages_broker as mb
+from . import messages_consumer_group as mcg
 from . import messages_coordinator as mc
 from . import messages_security as ms
 from .errors import InvalidRequestError, ProtocolError, UnsupportedVersionError
@@ -69,11 +70,13 @@ class ApiKey:
     DESCRIBE_PRODUCERS = 61
     DESCRIBE_TRANSACTIONS = 65
     LIST_TRANSACTIONS = 66
+    CONSUMER_GROUP_HEARTBEAT = 68
+    CONSUMER_GROUP_DESCRIBE = 69
 
 
 def _pairs() -> dict[int, tuple[Message, Message]]:
     found: dict[int, dict[str, Message]] = {}
-    for module in (mb, mc, ma, ms):
+    for module in (mb, mc, ma, ms, mcg):
         for name, value in vars(module).items():
             if isinstance(value, Message):
                 kind = "request" if name.endswith("_REQUEST") else "response"

@@ -3,7 +3,8 @@
 This module assembles the server and nothing in :mod:`kafkalog.server` imports it back (only the
 CLI and embedding programs do): it builds the :class:`~.broker.Broker` (the state), the route
 table (API key to handler: the broker's own APIs of :mod:`.apis`, then the group and transaction
-coordinators of :mod:`.coordinators`), the retention task and the log cleaner, and hands each
+coordinators of :mod:`.coordinators` and the consumer groups of KIP-848 beside the classic ones,
+:mod:`.groups.consumer_protocol`), the retention task and the log cleaner, and hands each
 connection the broker and the table.
 
 Starting opens the data directory writable through the log layer, which recovers every log if
@@ -32,6 +33,7 @@ from dataclasses import replace
 
 from ..log.partition import broker_synonyms
 from ..log.segment import configured_capacity, default_cache
+from ..protocol import ApiKey
 from .apis import (
     configs,
     delete_records,
@@ -49,6 +51,8 @@ from .connection import Connection
 from .coordinators import SETTING_NAMES
 from .coordinators import load as load_coordinators
 from .dynamic_configs import DynamicBrokerConfigs
+from .groups.consumer_protocol import SETTINGS as CONSUMER_GROUP_SETTINGS
+from .groups.consumer_protocol import ConsumerGroupConfig, ConsumerGroups
 from .handlers import Handler
 from .limits import (
     AcceptErrorLog,
@@ -88,16 +92,32 @@ async def build_routes(broker: Broker) -> dict[int, Handler]:
         routes.update(api.handlers(broker))
     coordinators = await load_coordinators(broker)
     routes.update(coordinators.routes())
+    consumer_groups = ConsumerGroups(
+        coordinators.groups,
+        functools.partial(_topic_partitions, broker),
+        ConsumerGroupConfig.from_extra(broker.config.extra),
+    )
+    routes[ApiKey.CONSUMER_GROUP_HEARTBEAT] = consumer_groups.heartbeat
+    routes[ApiKey.CONSUMER_GROUP_DESCRIBE] = consumer_groups.describe
     coordinators.start()
     broker.add_shutdown_hook(coordinators.stop)
     broker.coordinators = coordinators
     return routes
 
 
+def _topic_partitions(broker: Broker) -> dict:
+    """Every topic with an id: its id and partition count, by name (what the consumer groups'
+    assignors divide)."""
+    ids = broker.topic_ids()
+    return {t: (ids[t], max(ps) + 1) for t, ps in broker.log_manager.topics().items()
+            if t in ids}  # fmt: skip
+
+
 def unused_settings(config: ServerConfig) -> list[str]:
     """The ``--config`` names no part of the server reads: a typo, or a Kafka setting serve has
     no use for (listeners, threads and replication are its own; see docs/server.md)."""
-    used = {name for name, *_ in (*RetentionSettings.SETTINGS, *CleanerSettings.SETTINGS)}
+    used = {name for name, *_ in (*RetentionSettings.SETTINGS, *CleanerSettings.SETTINGS,
+                                  *CONSUMER_GROUP_SETTINGS)}  # fmt: skip
     return sorted(set(config.extra or {}) - used - SETTING_NAMES - broker_synonyms())
 
 

@@ -40,6 +40,7 @@ from ..error_codes import (
     code_of,
 )
 from ..handlers import RequestContext
+from .modern_state import ConsumerGroup
 from .scheduler import Scheduler
 from .state import ClassicGroup, GroupMember, GroupState
 from .static import replace_static_member
@@ -79,6 +80,8 @@ class GroupCoordinator:
         self.clock = clock
         self.config = config or GroupConfig()
         self.groups: dict[str, ClassicGroup] = {}
+        # KIP-848 groups (:mod:`.consumer_protocol`): a group id names a group of one kind only.
+        self.consumer_groups: dict[str, ConsumerGroup] = {}
         self.scheduler = Scheduler()
         self.lock = asyncio.Lock()
 
@@ -114,6 +117,11 @@ class GroupCoordinator:
             return fail(INCONSISTENT_GROUP_PROTOCOL)
         future: asyncio.Future = asyncio.get_running_loop().create_future()
         async with self.lock:
+            consumer_group = self.consumer_groups.get(group_id)
+            if consumer_group is not None:
+                if consumer_group.members:  # classic members do not join a consumer group here
+                    return fail(INCONSISTENT_GROUP_PROTOCOL)
+                del self.consumer_groups[group_id]  # an empty one gives way, as in Kafka
             group = self.groups.get(group_id)
             is_new_group = group is None
             if group is None:

@@ -1,6 +1,6 @@
 """DeleteGroups: remove Empty groups with their committed offsets (Kafka's GroupCoordinatorShard.
-deleteGroups, classic groups); OffsetDelete: remove a group's offsets of the topics it does not
-consume (Kafka's OffsetMetadataManager.deleteOffsets).
+deleteGroups; a consumer group of KIP-848 is Empty without members); OffsetDelete: remove a
+group's offsets of the topics it does not consume (Kafka's OffsetMetadataManager.deleteOffsets).
 
 Per group, as Kafka 4's coordinator answers: a null group id is INVALID_GROUP_ID; a group this
 coordinator does not have (or one that is Dead) is GROUP_ID_NOT_FOUND; a group with members
@@ -29,6 +29,7 @@ from ..error_codes import (
     code_of,
 )
 from ..handlers import RequestContext
+from .modern_state import member_topics
 from .offsets import GroupOffsets
 from .state import GroupState
 
@@ -53,9 +54,13 @@ async def _delete_one(offsets: GroupOffsets, group_id: str | None) -> int:
     if group_id is None:
         return INVALID_GROUP_ID
     group = coordinator.groups.get(group_id)
-    if group is None or group.is_in(GroupState.DEAD):
+    consumer_group = coordinator.consumer_groups.get(group_id)
+    if consumer_group is not None:
+        if consumer_group.members:
+            return NON_EMPTY_GROUP
+    elif group is None or group.is_in(GroupState.DEAD):
         return GROUP_ID_NOT_FOUND
-    if not group.is_in(GroupState.EMPTY):
+    elif not group.is_in(GroupState.EMPTY):
         return NON_EMPTY_GROUP
     partitions = _offset_keys(offsets, group_id)
     records = [(encode_offset_commit_key(group_id, t, p), None) for t, p in partitions]
@@ -69,8 +74,11 @@ async def _delete_one(offsets: GroupOffsets, group_id: str | None) -> int:
         return code_of(e)
     for tp in partitions:
         offsets.store.delete(group_id, tp)
-    group.transition_to(GroupState.DEAD, now)
-    del coordinator.groups[group_id]
+    if consumer_group is not None:
+        del coordinator.consumer_groups[group_id]
+    else:
+        group.transition_to(GroupState.DEAD, now)
+        del coordinator.groups[group_id]
     _log.info("deleted group %s and its %d offsets", group_id, len(partitions))
     return NONE
 
@@ -108,11 +116,18 @@ async def delete_offsets(offsets: GroupOffsets, ctx: RequestContext, req: dict) 
     group_id = req.get("group_id")
     async with coordinator.lock:
         group = coordinator.groups.get(group_id)
-        if group is None or group.is_in(GroupState.DEAD):
+        consumer_group = coordinator.consumer_groups.get(group_id)
+        if consumer_group is not None:
+            names = [t["name"] for t in req.get("topics") or []]
+            subscribed = set().union(
+                *(member_topics(m, names) for m in consumer_group.members.values())
+            )
+        elif group is None or group.is_in(GroupState.DEAD):
             return {"error_code": GROUP_ID_NOT_FOUND, "topics": []}
-        if not group.is_in(GroupState.EMPTY) and group.protocol_type != "consumer":
+        elif not group.is_in(GroupState.EMPTY) and group.protocol_type != "consumer":
             return {"error_code": NON_EMPTY_GROUP, "topics": []}
-        subscribed = _subscribed_topics(group)
+        else:
+            subscribed = _subscribed_topics(group)
         committed = set(_offset_keys(offsets, group_id))
         answer, deleted = [], []
         for topic in req.get("topics") or []:

@@ -1,4 +1,5 @@
-"""ListGroups and DescribeGroups over the classic group coordinator's groups.
+"""ListGroups and DescribeGroups over the classic group coordinator's groups (ListGroups lists
+the consumer groups of KIP-848 too; DescribeGroups answers for them as for an unknown group).
 
 Member metadata and assignments are shown only for a Stable group, as Kafka does: during a
 rebalance they are in flux. States are Kafka's names (Empty, PreparingRebalance,
@@ -21,14 +22,19 @@ async def list_groups(coordinator: GroupCoordinator, ctx: RequestContext, req: d
     """ListGroups: classic groups, filtered by state (v4+) and type (v5+)."""
     states = {s.lower() for s in req.get("states_filter") or []}
     types = {t.lower() for t in req.get("types_filter") or []}
-    if types and "classic" not in types:
-        return {"error_code": NONE, "groups": []}
     out = []
-    for group in coordinator.groups.values():
-        if group.is_in(_DEAD) or (states and group.state.value.lower() not in states):
-            continue
-        out.append({"group_id": group.group_id, "protocol_type": group.protocol_type or "",
-                    "group_state": group.state.value, "group_type": "classic"})  # fmt: skip
+    if not types or "classic" in types:
+        for group in coordinator.groups.values():
+            if group.is_in(_DEAD) or (states and group.state.value.lower() not in states):
+                continue
+            out.append({"group_id": group.group_id, "protocol_type": group.protocol_type or "",
+                        "group_state": group.state.value, "group_type": "classic"})  # fmt: skip
+    if not types or "consumer" in types:
+        for consumer_group in coordinator.consumer_groups.values():
+            state = consumer_group.state.value
+            if not states or state.lower() in states:
+                out.append({"group_id": consumer_group.group_id, "protocol_type": "consumer",
+                            "group_state": state, "group_type": "consumer"})  # fmt: skip
     return {"error_code": NONE, "groups": out}
 
 
@@ -39,8 +45,11 @@ async def describe_groups(coordinator: GroupCoordinator, ctx: RequestContext, re
     for group_id in req.get("groups") or []:
         group = coordinator.groups.get(group_id)
         if (group is None or group.is_in(_DEAD)) and ctx.api_version >= 6:
-            out.append({"error_code": GROUP_ID_NOT_FOUND, "error_message":
-                        f"Group {group_id} not found.", "group_id": group_id, "group_state": "",
+            other_kind = group_id in coordinator.consumer_groups
+            message = (f"Group {group_id} is not a classic group." if other_kind
+                       else f"Group {group_id} not found.")  # fmt: skip
+            out.append({"error_code": GROUP_ID_NOT_FOUND, "error_message": message,
+                        "group_id": group_id, "group_state": "Dead" if other_kind else "",
                         "protocol_type": "", "protocol_data": "", "members": []})  # fmt: skip
             continue
         if group is None:

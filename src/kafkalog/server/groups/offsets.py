@@ -27,16 +27,42 @@ from ..error_codes import (
     REBALANCE_IN_PROGRESS,
     UNKNOWN_MEMBER_ID,
     UNSTABLE_OFFSET_COMMIT,
+    UNSUPPORTED_VERSION,
     code_of,
 )
 from ..handlers import RequestContext
 from .coordinator import GroupCoordinator
+from .modern_state import STALE_MEMBER_EPOCH, ConsumerGroup
 from .offsets_store import OffsetAndMetadata, OffsetsStore
 from .state import ClassicGroup, GroupState
 
 __all__ = ["GroupOffsets"]
 
 NO_OFFSET = -1
+
+
+def _consumer_commit_check(
+    group: ConsumerGroup, member_id: str, instance_id: str | None, epoch: int,
+    transactional: bool, new_protocol: bool,
+) -> set[tuple[str, int]] | None:  # fmt: skip
+    """Kafka's ConsumerGroup.validateOffsetCommit: None when every partition may be committed,
+    else the partitions a member a step behind may still commit (those it owns)."""
+    if epoch < 0 and not group.members:
+        return None
+    if transactional and epoch == -1 and member_id == "" and instance_id is None:
+        return None
+    member = group.members.get(member_id)
+    if member is None:
+        raise _CommitRefused(UNKNOWN_MEMBER_ID)
+    if not transactional and not new_protocol:
+        raise _CommitRefused(UNSUPPORTED_VERSION)
+    if epoch == member.member_epoch:
+        return None
+    if epoch > member.member_epoch:
+        raise _CommitRefused(STALE_MEMBER_EPOCH)
+    names = {tid: name for name, (tid, _) in group.subscription_metadata.items()}
+    return {(names[tid], p) for owned in (member.assigned, member.pending_revocation)
+            for tid, ps in owned.items() if tid in names for p in ps}  # fmt: skip
 
 
 class GroupOffsets:
@@ -149,16 +175,31 @@ class GroupOffsets:
         checked, each offset checked, the accepted ones written to ``__consumer_offsets`` and
         then committed (pending until the transaction's marker, for a producer's)."""
         group_id = req["group_id"]
+        member_id, instance_id = req.get("member_id") or "", req.get("group_instance_id")
         async with self.coordinator.lock:
+            owned = None
             try:
-                group = self._group_for_commit(group_id, generation, new_protocol)
-                self._validate(group, req.get("member_id") or "", req.get("group_instance_id"),
-                               generation, transactional=producer is not None)  # fmt: skip
+                consumer_group = self.coordinator.consumer_groups.get(group_id)
+                if consumer_group is not None:
+                    owned = _consumer_commit_check(
+                        consumer_group,
+                        member_id,
+                        instance_id,
+                        generation,
+                        producer is not None,
+                        new_protocol,
+                    )
+                else:
+                    group = self._group_for_commit(group_id, generation, new_protocol)
+                    self._validate(group, member_id, instance_id, generation,
+                                   transactional=producer is not None)  # fmt: skip
             except _CommitRefused as refused:
                 return self._response(req, {}, refused.code)
             errors, accepted = {}, []
             for topic, partition, value, error in self._offsets_of(req, self.coordinator.now(),
                                                                    expire):  # fmt: skip
+                if owned is not None and (topic, partition) not in owned:
+                    value, error = None, STALE_MEMBER_EPOCH
                 errors[(topic, partition)] = error
                 if value is not None:
                     accepted.append((topic, partition, value))
@@ -226,6 +267,9 @@ class GroupOffsets:
         retention = self.coordinator.config.offsets_retention_ms
         if group is not None and group.protocol_type and not group.is_in(GroupState.EMPTY):
             return []
+        consumer_group = self.coordinator.consumer_groups.get(group_id)
+        if consumer_group is not None and consumer_group.members:
+            return []
         since_empty = (
             group.state_timestamp_ms
             if group is not None and group.protocol_type and group.state_timestamp_ms >= 0
@@ -248,13 +292,27 @@ class GroupOffsets:
     async def offset_fetch(self, ctx: RequestContext, req: dict) -> dict:
         require_stable = bool(req.get("require_stable"))
         if ctx.api_version >= 8:
-            groups = [self._fetch_group(g["group_id"], g.get("topics"), require_stable)
+            groups = [self._fetch_group(g["group_id"], g.get("topics"), require_stable,
+                                        g.get("member_id"), g.get("member_epoch", -1))
                       for g in req.get("groups") or []]  # fmt: skip
             return {"groups": groups}
         found = self._fetch_group(req["group_id"], req.get("topics"), require_stable)
         return {"topics": found["topics"], "error_code": found["error_code"]}
 
-    def _fetch_group(self, group_id: str, topics: list | None, require_stable: bool) -> dict:
+    def _fetch_group(
+        self, group_id: str, topics: list | None, require_stable: bool,
+        member_id: str | None = None, member_epoch: int = -1,
+    ) -> dict:  # fmt: skip
+        consumer_group = self.coordinator.consumer_groups.get(group_id)
+        if consumer_group is not None and not (member_id is None and member_epoch < 0):
+            # Kafka's ConsumerGroup.validateOffsetFetch (OffsetFetch v9+ names the member)
+            member = consumer_group.members.get(member_id or "")
+            if member is None:
+                error = UNKNOWN_MEMBER_ID
+            else:
+                error = STALE_MEMBER_EPOCH if member.member_epoch != member_epoch else NONE
+            if error:
+                return {"group_id": group_id, "topics": [], "error_code": error}
         committed = self.store.committed(group_id)
         if topics is None:  # every partition the group has an offset for
             wanted: dict[str, list[int]] = {}
