@@ -406,3 +406,42 @@ def test_consume_and_export_take_the_remote_storage(tiered: TieredRun, tmp_path)
     ran = kafkalog("consume", str(tiered.data_dir), "-t", TXN)
     assert ran.returncode == 1
     assert "are in tiered storage" in ran.stderr and "--remote-storage" in ran.stderr
+
+
+def test_dump_reads_remote_segment_files_by_their_remote_names(tiered, kafka_dist, tmp_path):
+    """`kafkalog dump` on a remote segment's files, named as LocalTieredStorage names them
+    (``OFFSET-SEGMENTID.log``, ``.index``, ``.timeindex``), prints what kafka-dump-log prints for
+    copies of them under a local segment's names (it cannot take the remote names: it reads the
+    base offset from the whole stem and stops with a NumberFormatException)."""
+    import re
+    import subprocess
+    import sys
+
+    metadata = {str(tip): part for tip, part in read_remote_log_metadata(tiered.data_dir).items()}
+    layout = LocalTieredStorageLayout(tiered.remote_dir)
+    copied = [m for topic, p in PARTITIONS for m in metadata[f"{topic}-{p}"].copied_segments()]
+    # a segment past offset 0 (its base offset is what the names give), with the most time
+    # index entries (relative offsets, made absolute with it); the offset indexes are empty
+    # here (segments smaller than index.interval.bytes), and dumped too
+    segment = max(
+        (m for m in copied if m.start_offset > 0),
+        key=lambda m: layout.segment_file(m, RemoteFileType.TIME_INDEX).stat().st_size,
+    )
+    kinds = (RemoteFileType.SEGMENT, RemoteFileType.OFFSET_INDEX, RemoteFileType.TIME_INDEX)
+    local = tmp_path / "copy-0"
+    local.mkdir()
+    for kind in kinds:
+        shutil.copyfile(layout.segment_file(segment, kind),
+                        local / f"{segment.start_offset:020d}{kind.value}")  # fmt: skip
+    for kind in kinds:
+        remote = layout.segment_file(segment, kind)
+        copy = local / f"{segment.start_offset:020d}{kind.value}"
+        ours = subprocess.run(
+            [sys.executable, "-m", "kafkalog.cli.main", "dump", "--deep-iteration", str(remote)],
+            capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+        theirs = kafka_dist.dump_log_segments("--deep-iteration", "--files", str(copy))
+        assert ours.returncode == 0, ours.stderr
+        assert ours.stdout.replace(str(remote), "FILE") == theirs.stdout.replace(str(copy), "FILE")
+        if kind is not RemoteFileType.OFFSET_INDEX:  # entries, their offsets absolute
+            assert re.search(r"(offset|baseOffset): [1-9]", ours.stdout), ours.stdout

@@ -184,8 +184,12 @@ def optional_long(value: int | None) -> str:
 
 
 def segment_start_offset(name: str) -> int | None:
-    """The offset a file name starts with (``00000000000000000042.index`` -> 42), if any."""
+    """The offset a file name starts with (``00000000000000000042.index`` -> 42), if any; a
+    remote segment's file in Kafka's LocalTieredStorage (``OFFSET-SEGMENTID.index``) gives
+    its start offset, where kafka-dump-log stops with a NumberFormatException."""
     try:
         return offset_from_file_name(name)
     except InvalidFileNameError:
-        return None
+        from ...log.tiered import LocalTieredStorageLayout
+
+        return LocalTieredStorageLayout.start_offset_of(name)

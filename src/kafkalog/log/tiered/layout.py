@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import enum
 import os
+import re
 from pathlib import Path
 from typing import Protocol
 
@@ -52,6 +53,14 @@ class LocalTieredStorageLayout:
     """
 
     STORAGE_DIR = "kafka-tiered-storage"
+    _FILE_NAME = re.compile(r"(\d{20})-[A-Za-z0-9_-]{22}\.[a-z_]+")
+
+    @classmethod
+    def start_offset_of(cls, file_name: str) -> int | None:
+        """The start offset a remote segment file's name gives (``OFFSET-SEGMENTID.SUFFIX``),
+        None for another name: what a segment's base offset is to a local file's name."""
+        found = cls._FILE_NAME.fullmatch(file_name)
+        return None if found is None else int(found.group(1))
 
     def __init__(self, root: str | os.PathLike) -> None:
         self.root = Path(root)
