@@ -84,10 +84,10 @@ class Target:
         manifest)."""
         if self.manifest is None:
             return None
-        prefix = f"{directory.name}/"
-        return frozenset(
-            name[len(prefix) :] for name in self.manifest.objects if name.startswith(prefix)
-        )
+        from ..log.datadir import parse_partition_dir_name
+
+        tp = parse_partition_dir_name(directory.name).topic_partition
+        return self.manifest.files(tp) or frozenset()
 
 
 @dataclass(slots=True)

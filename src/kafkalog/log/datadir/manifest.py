@@ -66,6 +66,14 @@ class Manifest:
         entry = self.partitions.get(tp)
         return None if entry is None else {base for base, _ in entry.segments}
 
+    def files(self, tp: TopicPartition) -> frozenset[str] | None:
+        """The names of ``tp``'s committed files in its partition directory (None: the commit
+        has no such partition)."""
+        if tp not in self.partitions:
+            return None
+        prefix = f"{log_dir_name(tp)}/"
+        return frozenset(n[len(prefix) :] for n in self.objects if n.startswith(prefix))
+
 
 def _by_partition(item) -> tuple[str, int]:
     return item[0].topic, item[0].partition

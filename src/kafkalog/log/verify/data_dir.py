@@ -257,11 +257,8 @@ def _context_for(
         tp = parse_partition_dir_name(directory.name).topic_partition
     except KafkalogError:
         return context
-    if manifest is not None and tp in manifest.partitions:
-        prefix = f"{directory.name}/"
-        context.committed = frozenset(
-            name[len(prefix) :] for name in manifest.objects if name.startswith(prefix)
-        )
+    if manifest is not None:
+        context.committed = manifest.files(tp)
     if configs is not None:  # the topic's limit tells a torn append from a damaged size
         context.max_message_bytes = configs.config_for(tp.topic)["max.message.bytes"]
     for name, field_name in _CONTEXT_FIELDS.items():
