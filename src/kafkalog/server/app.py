@@ -48,6 +48,7 @@ from .apis import (
 from .broker import Broker
 from .config import ServerConfig, broker_topic_defaults
 from .connection import Connection
+from .connection_quotas import ConnectionQuotas, CreationRate
 from .coordinators import SETTING_NAMES
 from .coordinators import load as load_coordinators
 from .dynamic_configs import DynamicBrokerConfigs
@@ -116,8 +117,9 @@ def _topic_partitions(broker: Broker) -> dict:
 def unused_settings(config: ServerConfig) -> list[str]:
     """The ``--config`` names no part of the server reads: a typo, or a Kafka setting serve has
     no use for (listeners, threads and replication are its own; see docs/server.md)."""
-    used = {name for name, *_ in (*RetentionSettings.SETTINGS, *CleanerSettings.SETTINGS,
-                                  *CONSUMER_GROUP_SETTINGS)}  # fmt: skip
+    tables = (RetentionSettings.SETTINGS, CleanerSettings.SETTINGS, CONSUMER_GROUP_SETTINGS,
+              ConnectionQuotas.SETTINGS)  # fmt: skip
+    used = {name for table in tables for name, *_ in table}
     return sorted(set(config.extra or {}) - used - SETTING_NAMES - broker_synonyms())
 
 
@@ -127,6 +129,7 @@ def install_dynamic_configs(broker: Broker) -> None:
     broker.dynamic_configs = DynamicBrokerConfigs.load(broker.config)
     applied = broker.dynamic_configs.applied_to(broker.config)
     broker.log_manager.set_topic_defaults(broker_topic_defaults(applied))
+    broker.connection_quotas = ConnectionQuotas.from_config(applied)
 
 
 def start_log_tasks(broker: Broker) -> None:
@@ -158,10 +161,13 @@ class Server:
         self.open_files_limit = open_files_limit
         self.plan = plan
         self.max_connections = broker.config.max_connections
+        # What the open-files limit leaves for connections (None: unknown), under max.connections.
+        self.connection_room: int | None = None
         self.routes: dict[int, Handler] = {}
         self._servers: list[asyncio.base_events.Server] = []
         self._tasks: set[asyncio.Task] = set()
         self._per_ip: Counter = Counter()
+        self._creation_rate = CreationRate()
         self._next_id = 0
 
     async def start(self) -> None:
@@ -175,9 +181,14 @@ class Server:
         if self.plan is not None and in_use is not None:
             in_use = max(0, in_use - default_cache().open_count)
             reserved = self.plan.files + self.plan.windows
+        quotas = self.broker.connection_quotas
         self.max_connections = effective_max_connections(
-            config.max_connections, self.open_files_limit, in_use, reserved
+            quotas.max_connections, self.open_files_limit, in_use, reserved
         )
+        if self.open_files_limit is not None and in_use is not None:
+            self.connection_room = effective_max_connections(
+                2**31 - 1, self.open_files_limit, in_use, reserved, quiet=True
+            )
         asyncio.get_running_loop().set_exception_handler(AcceptErrorLog())
         listeners = config.all_listeners()
         tls = server_context(config.tls) if any(lis.tls for lis in listeners) else None
@@ -215,8 +226,17 @@ class Server:
         stats = self.broker.stats
         peer = writer.get_extra_info("peername")
         ip = peer[0] if peer else "?"
-        if len(self._tasks) >= self.max_connections or (
-            self._per_ip[ip] >= config.max_connections_per_ip
+        quotas = self.broker.connection_quotas
+        self.max_connections = quotas.max_connections
+        if self.connection_room is not None:
+            self.max_connections = min(self.max_connections, self.connection_room)
+        delay = self._creation_rate.delay(quotas.max_connection_creation_rate)
+        if delay:
+            await asyncio.sleep(delay)  # throttled, as Kafka's acceptor is
+        if (
+            delay is None
+            or len(self._tasks) >= self.max_connections
+            or self._per_ip[ip] >= quotas.per_ip_limit(ip)
         ):
             stats.connections_rejected += 1
             log.warning("connection from %s refused: connection limit reached", ip)
@@ -229,6 +249,7 @@ class Server:
         stats.connections_accepted += 1
         self._next_id += 1
         self._per_ip[ip] += 1
+        stats.connections_open += 1
         task = asyncio.current_task()
         self._tasks.add(task)
         try:
@@ -251,6 +272,7 @@ class Server:
         finally:
             self._tasks.discard(task)
             self._per_ip[ip] -= 1
+            stats.connections_open -= 1
 
     async def stop(self) -> None:
         for server in self._servers:

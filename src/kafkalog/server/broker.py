@@ -57,6 +57,7 @@ class BrokerStats:
     copied_record_bytes: int = 0
     connections_accepted: int = 0
     connections_rejected: int = 0
+    connections_open: int = 0
     connections_closed_on_error: int = 0
     authentication_failures: int = 0  # SASL exchanges that failed
     copied_windows: int = 0  # fetched windows sent from a copy (no descriptor left for them)
@@ -196,8 +197,10 @@ class Broker:
             topic_defaults=broker_topic_defaults(config),
             interval_flushes=False,
         )
-        # The dynamic broker configs (kafkalog.server.dynamic_configs), installed by the app.
+        # The dynamic broker configs (kafkalog.server.dynamic_configs), installed by the app,
+        # and the connection quotas in force (kafkalog.server.connection_quotas).
         self.dynamic_configs = None
+        self.connection_quotas = None
         self.node_id = config.node_id
         self.host = config.advertised
         self.port = config.port

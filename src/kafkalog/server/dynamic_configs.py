@@ -5,9 +5,10 @@ node (``--entity-name ID``), over the static settings given at start (``--config
 A value is looked up as Kafka does: this node's dynamic config, then the cluster-wide default,
 then the static setting, then Kafka's default. The dynamic ones are those Kafka lets change on
 a running broker that mean something here: every broker setting that is a topic config's
-default (``log.retention.ms``, ``log.segment.bytes``, ...) and the log cleaner's. Kafka keeps
-them in its metadata log; this server keeps them in ``kafkalog-broker-configs.json`` in its
-first data directory, written atomically before an alteration is answered.
+default (``log.retention.ms``, ``log.segment.bytes``, ...), the log cleaner's and the connection
+quotas (:mod:`.connection_quotas`). Kafka keeps them in its metadata log; this server keeps them
+in ``kafkalog-broker-configs.json`` in its first data directory, written atomically before an
+alteration is answered.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from ..errors import KafkalogError
 from ..log.datadir import write_file_atomically
 from ..log.partition import broker_synonyms
 from .config import ServerConfig, broker_topic_defaults
+from .connection_quotas import ConnectionQuotas
 from .log_cleaner import CleanerSettings
 
 __all__ = ["BROKER_CONFIGS_FILE_NAME", "DynamicBrokerConfigs", "dynamic_config_names"]
@@ -33,7 +35,9 @@ CLUSTER_DEFAULT = ""  # the broker resource name of the cluster-wide defaults
 
 def dynamic_config_names() -> frozenset[str]:
     """The broker configs that can be changed while serving."""
-    return broker_synonyms() | frozenset(name for name, *_ in CleanerSettings.SETTINGS)
+    return broker_synonyms() | frozenset(
+        name for name, *_ in (*CleanerSettings.SETTINGS, *ConnectionQuotas.SETTINGS)
+    )
 
 
 @dataclass
@@ -51,7 +55,12 @@ class DynamicBrokerConfigs:
         directory (a file that cannot be read is an error naming it: the broker would
         otherwise serve with defaults its operator changed)."""
         path = Path(config.data_dirs[0]) / BROKER_CONFIGS_FILE_NAME
-        found = cls(dict(getattr(config, "extra", None) or {}), path=path)
+        static = {  # --max-connections and --max-connections-per-ip are static settings too
+            "max.connections": str(config.max_connections),
+            "max.connections.per.ip": str(config.max_connections_per_ip),
+            **(getattr(config, "extra", None) or {}),
+        }
+        found = cls(static, path=path)
         if not path.exists():
             return found
         try:
@@ -85,6 +94,7 @@ class DynamicBrokerConfigs:
         config = ServerConfig([Path(".")], extra=dict(settings))
         broker_topic_defaults(config)
         CleanerSettings.from_config(config)
+        ConnectionQuotas.from_config(config)
 
     def replace(self, resource_name: str, configs: Mapping[str, str]) -> None:
         """Make ``configs`` the dynamic configs of the level (checked, then stored)."""

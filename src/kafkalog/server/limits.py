@@ -97,12 +97,18 @@ def open_descriptors() -> int | None:
 
 
 def effective_max_connections(
-    configured: int, limit: int | None, in_use: int | None, reserved: int = 0
+    configured: int,
+    limit: int | None,
+    in_use: int | None,
+    reserved: int = 0,
+    *,
+    quiet: bool = False,
 ) -> int:
     """``max.connections`` capped to the descriptors left; a clear error when none are left.
 
     ``in_use``: descriptors held now other than segment files'; ``reserved``: those set aside
-    for segment files (their budget, however many are open now) and fetch answers' windows.
+    for segment files (their budget, however many are open now) and fetch answers' windows;
+    ``quiet``: no warning when capped (asking what is left).
     """
     if limit is None or in_use is None:
         return configured
@@ -118,6 +124,8 @@ def effective_max_connections(
             "LimitNOFILE=) or lower --max-open-files",
         )
     if room < configured:
+        if quiet:
+            return room
         log.warning(
             "max.connections %d capped to %d: the open-files limit is %d (ulimit -n), %d "
             "descriptors are in use and %d reserved for segment files and fetch answers; "

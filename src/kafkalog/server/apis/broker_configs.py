@@ -4,9 +4,10 @@
 
 Dynamic configs (:mod:`..dynamic_configs`) are stored before the answer and applied at once: a
 topic default (``log.retention.ms``) to every topic without its own, a cleaner setting to the
-log cleaner. Others are refused as Kafka refuses them (``Cannot update these configs
-dynamically``). Sources are Kafka's ConfigSource values, synonyms listed as Kafka lists them:
-this node's value, the cluster default, the static setting, then Kafka's default.
+log cleaner, a connection quota to the connections accepted from then on. Others are refused
+as Kafka refuses them (``Cannot update these configs dynamically``). Sources are Kafka's
+ConfigSource values, synonyms listed as Kafka lists them: this node's value, the cluster
+default, the static setting, then Kafka's default.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from ...errors import KafkalogError
 from ...log.partition import DEFAULT_SYNONYMS
 from .. import error_codes as ec
 from ..config import broker_topic_defaults
+from ..connection_quotas import UNLIMITED, ConnectionQuotas
 from ..dynamic_configs import CLUSTER_DEFAULT, DynamicBrokerConfigs, dynamic_config_names
 from ..log_cleaner import CleanerSettings
 
@@ -51,6 +53,8 @@ def _kafka_defaults() -> dict[str, str]:
     """Kafka's defaults of the dynamic broker configs that have one."""
     defaults = dict(DEFAULT_SYNONYMS.values())
     defaults.update(CleanerSettings().broker_configs())
+    unlimited = ConnectionQuotas(UNLIMITED, UNLIMITED)  # Kafka's, not serve's 1000
+    defaults.update(unlimited.broker_configs())
     return defaults
 
 
@@ -164,4 +168,5 @@ def alter_broker_configs(
     cleaner = getattr(broker, "log_cleaner", None)
     if cleaner is not None:
         cleaner.settings = CleanerSettings.from_config(applied)
+    broker.connection_quotas = ConnectionQuotas.from_config(applied)
     return ec.NONE, None
