@@ -500,6 +500,15 @@ _SAVED = ("topics", "expected", "stop_status", "acks", "offsets", "cleaned", "de
 
 
 @pytest.fixture(scope="session")
+def tiered(kafka_dist: KafkaDist, tmp_path_factory):
+    """A broker with tiered storage ran, stopped: its data and remote directories and what
+    Kafka's consumer read (tiered_broker.run), shared by the tiered modules."""
+    import tiered_broker
+
+    return tiered_broker.run(kafka_dist, tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
 def kafka_written(kafka_dist: KafkaDist, tmp_path_factory) -> KafkaWritten:
     """The broker run behind the proofs. With KAFKALOG_KAFKA_WRITTEN=DIR it is kept in DIR and
     reused by later sessions while DIR/written.json exists (to work on kafkalog against the same

@@ -15,11 +15,10 @@ from __future__ import annotations
 
 import base64
 import shutil
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-import tiered_broker as tb
+from tiered_broker import DELETED, LEVELS, PARTITIONS, PLAIN, TXN, ZSTD, TieredRun
 
 from kafkalog.log.tiered import (
     LocalTieredStorageLayout,
@@ -35,66 +34,6 @@ from kafkalog.log.tiered import (
 )
 
 pytestmark = pytest.mark.slow
-
-LEVELS = ("read_uncommitted", "read_committed")
-PLAIN, ZSTD, TXN = "tiered-plain", "tiered-zstd", "tiered-txn"
-PARTITIONS = [(PLAIN, 0), (PLAIN, 1), (ZSTD, 0), (TXN, 0)]
-DELETED = (PLAIN, 1, 37)  # DeleteRecords moves this log start into a remote segment
-
-
-@dataclass
-class TieredRun:
-    data_dir: Path
-    remote_dir: Path
-    expected: dict[str, list[dict]]
-    compacted_refused: str
-    version: str
-
-
-@pytest.fixture(scope="module")
-def tiered(kafka_dist, tmp_path_factory) -> TieredRun:
-    ct = tb.conftest()
-    dist = tb.tiered_dist(kafka_dist)
-    workdir = tmp_path_factory.mktemp("kafka-tiered")
-    remote_dir = workdir / "remote"
-    broker = ct.start_broker(dist, workdir / "broker", **tb.broker_configs(remote_dir))
-    try:
-        major = int(dist.version.split(".")[0])
-        segment = {"internal.segment.bytes" if major >= 4 else "segment.bytes": "4096"}
-        topic = {**segment, "remote.storage.enable": "true", "local.retention.bytes": "8192"}
-        broker.create_topic(PLAIN, 2, **topic)
-        broker.create_topic(ZSTD, 1, **topic)
-        broker.create_topic(TXN, 1, **topic)
-        # Kafka refuses tiered storage for compacted topics.
-        with pytest.raises(Exception) as refused:
-            broker.create_topic("tiered-compacted", 1, **topic, **{"cleanup.policy": "compact"})
-
-        plain = {"enable.idempotence": "false", "acks": "1", "linger.ms": "20"}
-        lines = [{"op": "producer", "configs": {**plain, "batch.size": "2048"}}]
-        lines += ct._records(PLAIN, 300, 2, 20, flush_every=10)
-        idempotent = {"enable.idempotence": "true", "acks": "all", "compression.type": "zstd"}
-        lines += [{"op": "producer", "configs": idempotent}]
-        lines += ct._records(ZSTD, 400, 1, 21, flush_every=10)
-        txn = {"compression.type": "gzip", "linger.ms": "5"}
-        lines += [{"op": "producer", "configs": txn, "transactionalId": "kafkalog-it-tiered"}]
-        lines += [{"op": "begin"}, *ct._records(TXN, 40, 1, 22, 10), {"op": "commit"}]
-        lines += [{"op": "begin"}, *ct._records(TXN, 30, 1, 23, 10), {"op": "abort"}]
-        lines += [{"op": "begin"}, *ct._records(TXN, 40, 1, 24, 10), {"op": "commit"}]
-        lines += [{"op": "producer", "configs": {**plain, "compression.type": "snappy"}}]
-        lines += ct._records(TXN, 200, 1, 25, 10)
-        dist.produce(broker.bootstrap, lines)
-
-        tb.wait_tiered(broker, remote_dir, PARTITIONS)
-        topic, p, offset = DELETED
-        assert tb.delete_records(broker.bootstrap, topic, p, offset) == offset
-        tb.wait_remote_deleted_below(broker, remote_dir, topic, p, offset)
-        topics = [PLAIN, ZSTD, TXN]
-        expected = {level: dist.consume(broker.bootstrap, topics, level) for level in LEVELS}
-    except BaseException:
-        broker.stop(kill=True)
-        raise
-    broker.stop()
-    return TieredRun(broker.data_dir, remote_dir, expected, str(refused.value), dist.version)
 
 
 def _b64(data: bytes | None) -> str | None:

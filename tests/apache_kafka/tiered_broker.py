@@ -23,6 +23,20 @@ LOCAL_TIERED_STORAGE = "org.apache.kafka.server.log.remote.storage.LocalTieredSt
 FALLBACK_VERSION = "4.3.1"
 CONFTEST = Path(__file__).with_name("conftest.py")
 
+LEVELS = ("read_uncommitted", "read_committed")
+PLAIN, ZSTD, TXN = "tiered-plain", "tiered-zstd", "tiered-txn"
+PARTITIONS = [(PLAIN, 0), (PLAIN, 1), (ZSTD, 0), (TXN, 0)]
+DELETED = (PLAIN, 1, 37)  # DeleteRecords moves this log start into a remote segment
+
+
+@dataclass
+class TieredRun:
+    data_dir: Path
+    remote_dir: Path
+    expected: dict[str, list[dict]]
+    compacted_refused: str
+    version: str
+
 
 def conftest():
     """The conftest module pytest loaded for this directory (its classes, not a second copy)."""
@@ -159,3 +173,53 @@ def wait_remote_deleted_below(broker, remote_dir: Path, topic: str, partition: i
         if time.monotonic() > deadline:
             raise AssertionError(f"remote segments of {topic}-{partition}: {remote}")
         time.sleep(0.3)
+
+
+def run(kafka_dist, tmp_path_factory) -> TieredRun:
+    """The broker run both tiered modules read (the session's ``tiered`` fixture): three topics
+    whose old segments went to LocalTieredStorage, a DeleteRecords into a remote segment, and
+    what Kafka's consumer read at both isolation levels."""
+    import pytest
+
+    ct = conftest()
+    dist = tiered_dist(kafka_dist)
+    workdir = tmp_path_factory.mktemp("kafka-tiered")
+    remote_dir = workdir / "remote"
+    broker = ct.start_broker(dist, workdir / "broker", **broker_configs(remote_dir))
+    try:
+        major = int(dist.version.split(".")[0])
+        segment = {"internal.segment.bytes" if major >= 4 else "segment.bytes": "4096"}
+        topic = {**segment, "remote.storage.enable": "true", "local.retention.bytes": "8192"}
+        broker.create_topic(PLAIN, 2, **topic)
+        broker.create_topic(ZSTD, 1, **topic)
+        broker.create_topic(TXN, 1, **topic)
+        # Kafka refuses tiered storage for compacted topics.
+        with pytest.raises(Exception) as refused:
+            broker.create_topic("tiered-compacted", 1, **topic, **{"cleanup.policy": "compact"})
+
+        plain = {"enable.idempotence": "false", "acks": "1", "linger.ms": "20"}
+        lines = [{"op": "producer", "configs": {**plain, "batch.size": "2048"}}]
+        lines += ct._records(PLAIN, 300, 2, 20, flush_every=10)
+        idempotent = {"enable.idempotence": "true", "acks": "all", "compression.type": "zstd"}
+        lines += [{"op": "producer", "configs": idempotent}]
+        lines += ct._records(ZSTD, 400, 1, 21, flush_every=10)
+        txn = {"compression.type": "gzip", "linger.ms": "5"}
+        lines += [{"op": "producer", "configs": txn, "transactionalId": "kafkalog-it-tiered"}]
+        lines += [{"op": "begin"}, *ct._records(TXN, 40, 1, 22, 10), {"op": "commit"}]
+        lines += [{"op": "begin"}, *ct._records(TXN, 30, 1, 23, 10), {"op": "abort"}]
+        lines += [{"op": "begin"}, *ct._records(TXN, 40, 1, 24, 10), {"op": "commit"}]
+        lines += [{"op": "producer", "configs": {**plain, "compression.type": "snappy"}}]
+        lines += ct._records(TXN, 200, 1, 25, 10)
+        dist.produce(broker.bootstrap, lines)
+
+        wait_tiered(broker, remote_dir, PARTITIONS)
+        topic, p, offset = DELETED
+        assert delete_records(broker.bootstrap, topic, p, offset) == offset
+        wait_remote_deleted_below(broker, remote_dir, topic, p, offset)
+        topics = [PLAIN, ZSTD, TXN]
+        expected = {level: dist.consume(broker.bootstrap, topics, level) for level in LEVELS}
+    except BaseException:
+        broker.stop(kill=True)
+        raise
+    broker.stop()
+    return TieredRun(broker.data_dir, remote_dir, expected, str(refused.value), dist.version)

@@ -140,6 +140,7 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
         shutil.copytree(root / "data", root / copy)
     for copy in ("orders-0", "var/lib/kafka/orders-0"):
         shutil.copytree(root / "data" / "orders-0", root / copy)
+    (root / "var/lib/kafka/tiered").mkdir()  # a remote store (--remote-storage), empty here
     logs = sorted((root / "orders-0").glob("*.log"))
     shutil.copy(logs[0], root / "a.log")
     shutil.copy(logs[1], root / "b.log")

@@ -46,11 +46,19 @@ def add_read_policy(group: argparse._ArgumentGroup, *, data_loss_help: str) -> N
         "--no-fail-on-data-loss", dest="fail_on_data_loss", action="store_false",
         help=data_loss_help,
     )  # fmt: skip
+    add_remote_storage(group, effect="those offsets are read from there",
+                       without="they are data loss")  # fmt: skip
+
+
+def add_remote_storage(group: argparse._ActionsContainer, *, effect: str, without: str) -> None:
+    """``--remote-storage DIR``: Kafka's LocalTieredStorage directory, for partitions whose old
+    segments tiered storage moved there; ``effect`` says what the command does with them,
+    ``without`` what happens to them when it is not given."""
     group.add_argument(
         "--remote-storage", metavar="DIR",
         help="where a broker with tiered storage moved old segments (Kafka's LocalTieredStorage "
-        "directory, its rsm.config.dir): those offsets are read from there "
-        "(docs/tiered-storage.md); without it they are data loss",
+        f"directory, its rsm.config.dir): {effect} (docs/tiered-storage.md); without it "
+        f"{without}",
     )  # fmt: skip
 
 

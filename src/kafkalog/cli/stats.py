@@ -10,7 +10,9 @@ and position (exit 1), as is a segment whose ``.log``
 is gone while its indexes remain, or a directory named like a segment; a torn or zero-filled end
 of the active segment is a warning. Indexes are hints: one that cannot be used is set aside and
 positions come from walking the log. A table, ``--json`` lines, or ``--plot FILE.png``: records
-and bytes over time per partition.
+and bytes over time per partition. With ``--remote-storage``, a partition whose old segments
+tiered storage moved to a remote store is counted whole, its remote segments (the readers' plan,
+:func:`kafkalog.log.tiered.open_tiered_partition`) before its local ones.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from ..errors import EXIT_OK, EXIT_PROBLEMS, CorruptRecordError, KafkalogError
 from ..format import TimestampType
 from ..format.constants import MAGIC_VALUE_V2
 from ..format.offsets_rule import check_batch_header, check_entry_offsets
-from .failures import guarded, report
+from .failures import UsageError, guarded, report
 from .operate import (
     cleanup_policy,
     logs_in_progress,
@@ -36,6 +38,7 @@ from .operate import (
     resolve_target,
 )
 from .output import format_time, write_json
+from .selection import add_remote_storage
 
 SUMMARY = "sizes, records, offsets, times, codecs, producers per topic-partition"
 DESCRIPTION = (
@@ -51,6 +54,7 @@ examples:
   kafkalog stats --topic orders --json /var/lib/kafka/data | jq .records
   kafkalog stats --plot growth.png /var/lib/kafka/data
   kafkalog stats --no-deep /var/lib/kafka/data   # batch headers only, records not decoded
+  kafkalog stats --remote-storage /var/lib/kafka/tiered /var/lib/kafka/data
 
 exit status: 0 every partition read, 1 a partition has unreadable data (its numbers stop there),
 2 usage error, 3 I/O error
@@ -92,6 +96,8 @@ class PartitionStats:
     warnings: list[str] = field(default_factory=list)  # torn or zero-filled end of the log
     # --plot: per batch (max timestamp, records, bytes), in log order
     timeline: tuple[array, array, array] | None = None
+    # The part read from tiered storage's remote segments (None: none): its numbers, as JSON.
+    remote: dict | None = None
 
     def to_dict(self) -> dict:
         return {
@@ -123,6 +129,7 @@ class PartitionStats:
             "dirtyRatio": self.dirty_ratio,
             "error": self.error,
             "warnings": self.warnings,
+            **({} if self.remote is None else {"remote": self.remote}),
         }
 
 
@@ -138,6 +145,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             help="count records from batch headers without decoding them (faster; a batch whose "
             "CRC matches but whose records do not decode is then counted, not reported)",
         )
+        add_remote_storage(
+            parser,
+            effect="the remote segments the data directory's __remote_log_metadata lists are "
+            "counted as part of each partition's log",
+            without="they are named in a warning, not counted",
+        )
 
 
 @guarded("stats")
@@ -149,6 +162,7 @@ def run(args: argparse.Namespace) -> int:
     from ..log.datadir import CONFIG_FROM_DEFAULTS
 
     target = resolve_target(args.path, topics=args.topic)
+    remote = _RemoteStore(target, args.remote_storage)
     results: list[PartitionStats] = []
     log_starts = _log_start_checkpoint(target)
     with logs_in_progress("stats", args, target) as (progress, logs):
@@ -163,13 +177,19 @@ def run(args: argparse.Namespace) -> int:
                 results.append(stats)
                 continue
             log_start = log_starts.get((stats.topic, stats.partition))
+            tiered = remote.open(entry.directory, stats, log_start)
             try:
                 collect(log, stats, timeline=bool(args.plot), progress=progress,
-                        log_start_checkpoint=log_start, deep=args.deep,
-                        committed=target.committed_files(entry.directory))  # fmt: skip
+                        log_start_checkpoint=remote.floor(entry.directory, log_start),
+                        deep=args.deep,
+                        committed=target.committed_files(entry.directory),
+                        tiered=tiered)  # fmt: skip
+                remote.note_not_read(entry.directory, stats, log_start)
             finally:
                 if log is not entry.log:
                     log.close()
+                if tiered is not None:
+                    tiered.close()
             results.append(stats)
     if args.plot:
         from .stats_plot import plot
@@ -187,6 +207,83 @@ def run(args: argparse.Namespace) -> int:
         if stats.error:
             report("stats", f"{stats.path}: {stats.error}")
     return EXIT_PROBLEMS if any(s.error for s in results) else EXIT_OK
+
+
+class _RemoteStore:
+    """Tiered storage: the remote store given (``--remote-storage``) and the data directory's
+    remote log metadata, read once (none in object storage, where brokers keep none)."""
+
+    def __init__(self, target, remote_storage: str | None) -> None:
+        from .remote import is_url
+
+        if remote_storage is not None:
+            if is_url(remote_storage):
+                raise UsageError(
+                    f"--remote-storage {remote_storage}: a local directory (LocalTieredStorage's)"
+                )
+            if not Path(remote_storage).is_dir():
+                raise FileNotFoundError(2, "No such directory (--remote-storage)", remote_storage)
+        self.path = remote_storage
+        self.metadata = {}
+        self._copied: dict[Path, tuple[int, int] | None] = {}
+        if not is_url(target.data_dir):
+            from ..log.tiered import read_remote_log_metadata
+
+            try:
+                self.metadata = read_remote_log_metadata(target.data_dir)
+            except KafkalogError:
+                if remote_storage is not None:
+                    raise  # what the remote store holds cannot be told: the error names why
+                # without the remote store, the local numbers are what they always were
+
+    def copied(self, directory: Path) -> tuple[int, int] | None:
+        """The offsets of the partition's copied remote segments (None: it has none)."""
+        if not self.metadata:
+            return None
+        if directory not in self._copied:
+            from ..log.tiered import copied_remote_offsets
+
+            try:
+                found = copied_remote_offsets(directory, metadata=self.metadata)
+            except (KafkalogError, OSError):
+                found = None  # no readable partition.metadata: the local walk says what is wrong
+            self._copied[directory] = found
+        return self._copied[directory]
+
+    def floor(self, directory: Path, log_start: int | None) -> int | None:
+        """Where a partition's local offsets can begin: its checkpointed log start, or past
+        the copied remote segments, whose offsets an index left below the local log by local
+        retention does not make lost (the remote store holds them)."""
+        copied = self.copied(directory)
+        return log_start if copied is None else max(log_start or 0, copied[1] + 1)
+
+    def open(self, directory: Path, stats: PartitionStats, log_start: int | None):
+        """The partition's tiered plan when it has copied remote segments and the remote store
+        was given (None otherwise, or when it cannot be made: ``stats.error`` says why)."""
+        if self.path is None or self.copied(directory) is None:
+            return None
+        from ..log.tiered import open_tiered_partition
+
+        try:
+            return open_tiered_partition(directory, self.path, metadata=self.metadata,
+                                         log_start_offset=log_start)  # fmt: skip
+        except (KafkalogError, OSError) as e:
+            stats.error = f"cannot be read with its remote segments: {e}"
+            return None
+
+    def note_not_read(self, directory: Path, stats: PartitionStats, log_start: int | None):
+        """Without the remote store, the offsets it holds below the local log are named in a
+        warning (numbers never stop short in silence)."""
+        copied = None if self.path is not None else self.copied(directory)
+        if copied is None:
+            return
+        first = max(copied[0], log_start or 0)
+        if first < stats.log_start_offset:
+            stats.warnings.append(
+                f"{directory}: offsets {first} to {stats.log_start_offset - 1} are in tiered "
+                f"storage (copied remote segments in the remote log metadata): not counted, "
+                f"give --remote-storage to count them"
+            )
 
 
 def _new(directory: Path) -> PartitionStats:
@@ -262,16 +359,25 @@ def collect(
     log_start_checkpoint: int | None = None,
     deep: bool = True,
     committed: frozenset[str] | None = None,
+    tiered=None,
 ) -> None:
     """Fill ``stats`` from ``log`` (a read-only Log): batch headers, and with ``deep`` every
     record decoded (none kept). ``log_start_checkpoint``: the partition's
     log-start-offset-checkpoint entry (None: none), which says whether offsets below the first
     segment were lost or left by retention. ``committed``: the partition's files a manifest
     commits in object storage (None: no manifest); other files there belong to no commit and
-    are neither counted nor taken for lost segments."""
+    are neither counted nor taken for lost segments. ``tiered``: the partition's tiered plan
+    (a :class:`kafkalog.log.tiered.TieredPartition`), whose remote segments are walked first,
+    each for the offsets the plan reads from it; the numbers stop where its readable prefix
+    ends, as every reader's records do."""
     stats.cleanup_policy = cleanup_policy(log.config)
     stats.segments = len(log.segments)
     stats.log_start_offset, stats.log_end_offset = log.log_start_offset, log.log_end_offset
+    remote = [] if tiered is None else [p for p in tiered.segments if p.remote is not None]
+    if tiered is not None:  # an index local retention left below the local log is no loss
+        log_start_checkpoint = max(log_start_checkpoint or 0, tiered.local_log_start_offset)
+        stats.segments += len(remote)
+        stats.log_start_offset = tiered.log_start_offset
     files = [p for p in log.dir.iterdir() if p.is_file()]
     if committed is not None:
         files = [p for p in files if p.name in committed]
@@ -282,20 +388,32 @@ def collect(
     gone = [] if committed is not None else _lost_files(log, log_start_checkpoint)
     # The walk stops at the first segment with lost offsets below it.
     walked = [s for s in log.segments if not gone or s.base_offset <= gone[0][0]]
+    if tiered is not None and tiered.problem is not None:
+        walked = []  # the readable prefix ends in the remote part
+    pieces = {id(p.segment): p for p in remote}
     previous_last = None
     end = None  # where the last segment's valid batches end
 
     def read(segment) -> None:
         nonlocal previous_last, end
         stats.size += segment.size()
+        piece = pieces.get(id(segment))
+        if piece is not None:
+            try:
+                previous_last = _walk_remote(stats, piece, previous_last, log.config, deep=deep)
+            finally:  # what was read of it, also when the numbers stop there
+                stats.remote = _remote_part(stats, remote, tiered.local_log_start_offset)
+            return
         last = segment is log.segments[-1]
         previous_last, end = _walk_segment(
             stats, segment, previous_last, last, log.config, deep=deep
         )
 
-    error = read_segments(walked, read, progress)
+    error = read_segments([*(p.segment for p in remote), *walked], read, progress)
     if error is not None:
         stats.error = error
+    elif tiered is not None and tiered.problem is not None:
+        stats.error = str(tiered.problem)
     elif gone:
         stats.error = gone[0][1]
     elif log.segments:  # the end the batches say (an index may point elsewhere)
@@ -304,6 +422,49 @@ def collect(
             previous_last + 1, active)  # fmt: skip
     if log.config.compact and stats.error is None and log.segments:
         _compaction_state(log, stats, end)
+
+
+def _walk_remote(stats: PartitionStats, piece, previous_last, config, *, deep: bool):
+    """Add a remote segment's batches for the offsets the tiered plan reads from it (a rolled
+    segment: bytes after its last batch are damage), then hold its end to its metadata's (a
+    segment short of it lost records: the error says so, also when it ends inside a batch).
+    The last offset seen."""
+    segment = piece.segment
+    whole = segment.log
+    first, stop = piece.byte_range()
+    segment.log = whole.slice(first, stop - first)
+    try:
+        previous_last, end = _walk_segment(stats, segment, previous_last, False, config,
+                                           deep=deep)  # fmt: skip
+    except CorruptRecordError as e:
+        seen = stats.last_offset
+        next_offset = piece.start if seen is None else max(piece.start, seen + 1)
+        truncated = piece.truncation(next_offset, position=e.position)
+        if truncated is None:
+            raise
+        raise truncated from None
+    finally:
+        segment.log = whole
+    next_offset = piece.start if previous_last is None else previous_last + 1
+    truncated = piece.truncation(next_offset, position=end)
+    if truncated is not None:
+        raise truncated
+    return previous_last
+
+
+def _remote_part(stats: PartitionStats, remote: list, local_start: int) -> dict:
+    """The numbers of the remote part, walked first: what ``stats`` holds once it is read."""
+    return {
+        "segments": len(remote),
+        "sizeBytes": sum(p.segment.size() for p in remote),
+        "batches": stats.batches,
+        "records": stats.records,
+        "firstOffset": stats.first_offset,
+        "lastOffset": stats.last_offset,
+        "minTimestamp": stats.min_timestamp,
+        "maxTimestamp": stats.max_timestamp,
+        "localLogStartOffset": local_start,
+    }
 
 
 def _lost_files(log, log_start_checkpoint: int | None) -> list[tuple[int, str]]:
@@ -508,7 +669,17 @@ def _summary(path: Path, results: list[PartitionStats]) -> dict:
         "batches": sum(s.batches for s in results),
         "records": sum(s.records for s in results),
         "errors": sum(bool(s.error) for s in results),
+        **_remote_summary(results),
     }
+
+
+def _remote_summary(results: list[PartitionStats]) -> dict:
+    """The remote parts' totals (nothing when no partition has one)."""
+    parts = [s.remote for s in results if s.remote is not None]
+    if not parts:
+        return {}
+    return {"remote": {key: sum(p[key] for p in parts)
+                       for key in ("segments", "sizeBytes", "batches", "records")}}  # fmt: skip
 
 
 def _size(n: int) -> str:
@@ -533,30 +704,38 @@ def _print_table(root: Path, results: list[PartitionStats]) -> None:
         "PRODUCERS",
         "POLICY",
     )
+    tiered = any(s.remote is not None for s in results)
+    if tiered:  # which offsets were read from remote segments
+        header = (*header[:6], "REMOTE", *header[6:])
     rows = []
     for s in results:
         codecs = ",".join(sorted(s.codecs)) or "-"
         policy = s.cleanup_policy + ("?" if s.configs_assumed else "")
         if s.dirty_ratio is not None:
             policy += f" (dirty {s.dirty_ratio:.2f})"
-        rows.append(
-            (
-                s.path.name,
-                str(s.segments),
-                _size(s.size),
-                str(s.records),
-                str(s.log_start_offset),
-                str(s.log_end_offset),
-                format_time(s.min_timestamp),
-                format_time(s.max_timestamp),
-                codecs,
-                str(len(s.producer_ids)),
-                policy,
-            )
+        row = (
+            s.path.name,
+            str(s.segments),
+            _size(s.size),
+            str(s.records),
+            str(s.log_start_offset),
+            str(s.log_end_offset),
+            format_time(s.min_timestamp),
+            format_time(s.max_timestamp),
+            codecs,
+            str(len(s.producer_ids)),
+            policy,
         )
+        if tiered:
+            part = s.remote
+            remote = (
+                "-" if part is None else f"{s.log_start_offset}-{part['localLogStartOffset'] - 1}"
+            )
+            row = (*row[:6], remote, *row[6:])
+        rows.append(row)
     summary = _summary(root, results)
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    right = {1, 2, 3, 4, 5, 9}
+    right = {1, 2, 3, 4, 5, 10} if tiered else {1, 2, 3, 4, 5, 9}
     lines = []
     for row in [header, *rows]:
         cells = [
@@ -569,6 +748,16 @@ def _print_table(root: Path, results: list[PartitionStats]) -> None:
         f"{summary['segments']} segments, {_size(summary['sizeBytes'])}, {summary['batches']} "
         f"batches, {summary['records']} records"
     )
+    if tiered:
+        part = summary["remote"]
+        lines[-1] += (
+            f" (remote: {part['segments']} segments, {_size(part['sizeBytes'])}, "
+            f"{part['batches']} batches, {part['records']} records)"
+        )
+        lines.append(
+            "REMOTE: the offsets read from tiered storage's remote segments (--remote-storage), "
+            "from the log start up to the local log start"
+        )
     if any(s.configs_assumed for s in results):
         lines.append(
             "POLICY?: nothing records the topic's configs here (no KRaft metadata, no "

@@ -20,6 +20,7 @@ from .failures import os_error_text, report
 from .output import plural, write_json
 from .progress import Progress, total_bytes
 from .remote import check_urls, is_url
+from .selection import add_remote_storage
 
 SUMMARY = "check a data directory, partition directory or file against Kafka's rules"
 DESCRIPTION = (
@@ -34,6 +35,7 @@ examples:
   kafkalog verify --no-deep /var/lib/kafka/data/orders-0
   kafkalog verify orders-0/00000000000000000000.index
   kafkalog verify --json /var/lib/kafka/data | jq 'select(.severity=="error")'
+  kafkalog verify --remote-storage /var/lib/kafka/tiered /var/lib/kafka/data
 
 exit status: 0 no errors (warnings allowed), 1 errors found, 2 usage error, 3 I/O error
 """
@@ -57,6 +59,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="print only errors (with --json: errors and summary), and no progress bar",
     )
+    add_remote_storage(
+        parser,
+        effect="the remote segments the data directory's __remote_log_metadata lists are "
+        "verified as part of each partition's log",
+        without="they are named, not verified",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -64,15 +72,23 @@ def run(args: argparse.Namespace) -> int:
         verify,  # imported here: other commands need not load the log layer
     )
 
+    remote = args.remote_storage
     try:
         check_urls([args.path])
+        if remote is not None and is_url(remote):
+            raise UsageError(f"--remote-storage {remote}: a local directory (LocalTieredStorage's)")
     except UsageError as e:
         report("verify", e)
         return EXIT_USAGE
+    if remote is not None and not os.path.isdir(remote):
+        report("verify", f"--remote-storage {remote}: no such directory")
+        return EXIT_IO
     try:
         total = total_bytes([args.path]) if is_url(args.path) or os.path.exists(args.path) else 0
+        total += total_bytes([remote]) if remote is not None else 0
         with Progress(total, "verify", quiet=args.quiet) as progress:
-            verdict = verify(args.path, deep=args.deep, on_bytes=progress.advance)
+            verdict = verify(args.path, deep=args.deep, on_bytes=progress.advance,
+                             remote_storage=remote)  # fmt: skip
     except ValueError as e:  # a file kind verify does not know
         report("verify", e)
         return EXIT_USAGE

@@ -37,12 +37,46 @@ class TieredSegment:
     def path(self) -> str:
         return self.segment.log.path
 
+    def start_position(self) -> int:
+        """Where the first batch read from the segment starts in its ``.log``: the batch
+        holding ``start`` (the file's start when none does)."""
+        seg = self.segment
+        found = seg.translate_offset(self.start) if self.start > seg.base_offset else None
+        return found.position if found is not None else seg.log.start
+
+    def byte_range(self) -> tuple[int, int]:
+        """Where the batches read from the segment lie in its ``.log``: from
+        :meth:`start_position` to the batch holding ``end`` (the file's end when none does)."""
+        stop = self.segment.translate_offset(self.end)
+        return self.start_position(), stop.position if stop is not None else self.segment.log.end
+
+    def truncation(
+        self, next_offset: int, *, position: int | None = None
+    ) -> RemoteSegmentTruncatedError | None:
+        """Why this remote segment, whose batches end at ``next_offset`` (``position`` in its
+        ``.log``), ends before the offsets it serves: the end offset its metadata gives (a
+        remote segment is complete, or its records are lost). None when it does not."""
+        if self.remote is None or next_offset >= min(self.end, self.remote.end_offset + 1):
+            return None
+        size = self.segment.log.file_size()
+        return RemoteSegmentTruncatedError(
+            f"remote segment {self.remote.segment_id} ends at offset {next_offset}, its "
+            f"metadata says {self.remote.end_offset} ({size} bytes, its metadata says "
+            f"{self.remote.segment_size_in_bytes})",
+            offset=next_offset,
+            path=self.path,
+            position=position,
+        )
+
 
 @dataclass(eq=False)
 class TieredPartition(ClosedOnExit):
     """A tiered partition's log; see :func:`open_tiered_partition`. ``segments`` are what is
     read, in offset order; ``problem`` is where the readable prefix ends, if it ends before
-    ``log_end_offset``; ``close()`` releases the files."""
+    ``log_end_offset``; ``close()`` releases the files.
+
+    ``beyond`` are the segments past ``problem`` (read by nothing that reads records, checked
+    by verify) and ``problems`` every problem in offset order, ``problem`` the first."""
 
     topic_id_partition: TopicIdPartition
     local: Log
@@ -50,11 +84,14 @@ class TieredPartition(ClosedOnExit):
     log_start_offset: int
     local_log_start_offset: int
     problem: TieredStorageError | None
+    beyond: list[TieredSegment] = field(default_factory=list)
+    problems: list[TieredStorageError] = field(default_factory=list)
     _remote_opened: list[LogSegment] = field(init=False)
     _txns: tuple[list[AbortedTxn], int] | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
-        self._remote_opened = [s.segment for s in self.segments if s.remote is not None]
+        every = [*self.segments, *self.beyond]
+        self._remote_opened = [s.segment for s in every if s.remote is not None]
 
     @property
     def log_end_offset(self) -> int:
@@ -74,25 +111,18 @@ class TieredPartition(ClosedOnExit):
             raise self.problem
 
     def _piece_batches(self, piece: TieredSegment) -> Iterator[Batch]:
-        seg = piece.segment
-        found = seg.translate_offset(piece.start) if piece.start > seg.base_offset else None
-        position = found.position if found is not None else 0
+        position = piece.start_position()
         next_offset = piece.start
-        for batch in seg.log.batches(position):
+        for batch in piece.segment.log.batches(position):
             if batch.base_offset >= piece.end:
                 break
             if batch.last_offset < piece.start:
                 continue
             next_offset = batch.last_offset + 1
             yield batch
-        want = piece.end if piece.remote is None else min(piece.end, piece.remote.end_offset + 1)
-        if piece.remote is not None and next_offset < want:
-            raise RemoteSegmentTruncatedError(
-                f"remote segment {piece.remote.segment_id} ends at offset {next_offset}, its "
-                f"metadata says {piece.remote.end_offset}",
-                offset=next_offset,
-                path=piece.path,
-            )
+        truncated = piece.truncation(next_offset)
+        if truncated is not None:
+            raise truncated
 
     def records(
         self, isolation: str = READ_UNCOMMITTED, *, control: bool = False

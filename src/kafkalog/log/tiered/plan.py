@@ -121,40 +121,54 @@ def _plan(
     start = max(log_start, copied[0].start_offset) if copied else local_start
     start = min(start, local_start)
     pieces: list[TieredSegment] = []
-    problem: TieredStorageError | None = None
+    problems: list[TieredStorageError] = []
+    readable = None  # how many pieces come before the first problem
     next_offset = start
+    # Past a problem the plan goes on (the pieces beyond it are what verify checks too); the
+    # readers stop at the first one.
     for meta in copied:
         if meta.end_offset < next_offset:
             continue  # below the log start, or offsets an earlier segment served
         if meta.start_offset >= local_start:
             break  # served locally
         if meta.start_offset > next_offset:
-            problem = _gap(tip, next_offset, meta.start_offset, "remote segment")
-            break
+            problems.append(_gap(tip, next_offset, meta.start_offset, "remote segment",
+                                 layout.segment_file(meta, RemoteFileType.SEGMENT)))  # fmt: skip
+            next_offset = meta.start_offset
+        end = min(meta.end_offset + 1, local_start)
         opened = _open_remote(layout, meta, next_offset)
         if isinstance(opened, TieredStorageError):
-            problem = opened
-            break
-        end = min(meta.end_offset + 1, local_start)
-        pieces.append(TieredSegment(opened, next_offset, end, meta))
+            problems.append(opened)
+        else:
+            if problems and readable is None:
+                readable = len(pieces)
+            pieces.append(TieredSegment(opened, next_offset, end, meta))
         next_offset = end
-    if problem is None and next_offset < local_start:
-        problem = _gap(tip, next_offset, local_start, "local log start")
-    if problem is None:
-        next_offset = max(next_offset, local_start)
-        for i, seg in enumerate(local.segments):
-            nxt = local.segments[i + 1].base_offset if i + 1 < len(local.segments) else None
-            end = local.log_end_offset if nxt is None else nxt
-            if end > next_offset:
-                pieces.append(TieredSegment(seg, max(seg.base_offset, next_offset), end))
-    return TieredPartition(tip, local, pieces, start, local_start, problem)
+    if next_offset < local_start:
+        first_local = local.segments[0].log.path if local.segments else local.dir
+        problems.append(_gap(tip, next_offset, local_start, "local log start", first_local))
+    if problems and readable is None:
+        readable = len(pieces)
+    next_offset = max(next_offset, local_start)
+    for i, seg in enumerate(local.segments):
+        nxt = local.segments[i + 1].base_offset if i + 1 < len(local.segments) else None
+        end = local.log_end_offset if nxt is None else nxt
+        if end > next_offset:
+            pieces.append(TieredSegment(seg, max(seg.base_offset, next_offset), end))
+    cut = len(pieces) if readable is None else readable
+    return TieredPartition(tip, local, pieces[:cut], start, local_start,
+                           problems[0] if problems else None, beyond=pieces[cut:],
+                           problems=problems)  # fmt: skip
 
 
-def _gap(tip: TopicIdPartition, at: int, until: int, what: str) -> TieredOffsetGapError:
+def _gap(
+    tip: TopicIdPartition, at: int, until: int, what: str, next_file: str | os.PathLike
+) -> TieredOffsetGapError:
     return TieredOffsetGapError(
         f"{tip}: no copied remote segment holds offsets {at} to {until - 1} (the next data is "
         f"the {what} at {until})",
         offset=at,
+        path=os.fspath(next_file),
     )
 
 

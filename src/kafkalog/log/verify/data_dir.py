@@ -15,7 +15,9 @@ What is checked, and why it matters:
   broker wrote down (recovery point, log start offset, high watermark, cleaner offset) against the
   log end offset (:mod:`.verify_partition`);
 - for a data directory: its checkpoint files, ``meta.properties``, the clean-shutdown marker, and
-  topic ids (``partition.metadata`` across partitions, and against KRaft metadata when present).
+  topic ids (``partition.metadata`` across partitions, and against KRaft metadata when present);
+- with a tiered storage's remote store, each tiered partition's remote segments, as part of its
+  log (:mod:`.tiered`).
 
 Severities and codes: :mod:`.verify_report`; the list of codes is in docs/cli.md.
 """
@@ -26,6 +28,7 @@ import os
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ...errors import KafkalogError
 from ..datadir import (
@@ -46,6 +49,7 @@ from ..datadir import (
     REPLICATION_OFFSET_CHECKPOINT,
     TIME_INDEX_FILE_SUFFIX,
     TOPICS_FILE_NAME,
+    TXN_INDEX_FILE_SUFFIX,
     Manifest,
     PartitionDirKind,
     TopicConfigs,
@@ -65,10 +69,12 @@ from ..datadir import (
 )
 from ..storage import as_path, is_remote
 from ..storage.remote_storage import missing_object
+from ..tiered import LocalTieredStorageLayout
 from .index import check_index_file, check_txn_index
 from .partition import (
     QUORUM_STATE_FILE_NAME,
     PartitionContext,
+    PartitionResult,
     check_json_file,
     check_leader_epoch_file,
     check_partition,
@@ -89,10 +95,16 @@ from .report import (
     VerifyReport,
 )
 from .segment import scan_log
+from .tiered import RemoteStore, TieredCheck, open_remote_store
+
+if TYPE_CHECKING:
+    from ..tiered import RemoteStorageLayout
 
 __all__ = ["ERROR", "INFO", "WARNING", "Finding", "PartitionSummary", "VerifyReport", "verify"]
 
 BOOTSTRAP_CHECKPOINT = "bootstrap.checkpoint"
+_REMOTE_SUFFIXES = (LOG_FILE_SUFFIX, INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX,
+                    TXN_INDEX_FILE_SUFFIX, PRODUCER_SNAPSHOT_FILE_SUFFIX)  # fmt: skip
 # Which PartitionContext field each root checkpoint fills.
 _CONTEXT_FIELDS = {
     RECOVERY_POINT_OFFSET_CHECKPOINT: "recovery_point",
@@ -112,10 +124,15 @@ def verify(
     *,
     deep: bool = True,
     on_bytes: Callable[[int], None] | None = None,
+    remote_storage: RemoteStorageLayout | str | os.PathLike | None = None,
 ) -> VerifyReport:
     """Verify a data directory, a partition directory (one that directly holds ``*.log`` files)
     or a single file, read-only. ``deep=False`` skips decoding records (CRCs are still checked);
     ``on_bytes`` is told the size of every file of batches once it is walked (progress bars).
+    ``remote_storage`` (a tiered storage's remote store, as :func:`kafkalog.log.tiered.
+    open_tiered_partition` takes it) verifies the remote segments of the partitions whose
+    copied remote segments the data directory's ``__remote_log_metadata`` lists, as part of
+    each partition's log.
 
     Raises FileNotFoundError when ``path`` does not exist, ValueError for a file kind verify does
     not know; everything wrong *inside* the files is a finding, never an exception.
@@ -137,10 +154,11 @@ def verify(
         if manifest is not None and context.committed is None:
             _report_uncommitted_partition(target, sink)
         else:
-            result = check_partition(target, sink, deep=deep, context=context)
+            store = _remote_store(target.parent, remote_storage, sink)
+            result = _check_partition(target, sink, deep, context, store)
             report.partitions.append(result.summary)
     else:
-        _verify_data_dir(target, sink, report, deep)
+        _verify_data_dir(target, sink, report, deep, remote_storage)
     report.findings, report.files_checked = sink.findings, sink.files_checked
     return report
 
@@ -189,11 +207,40 @@ def _report_uncommitted_partition(directory: Path, sink: FindingSink) -> None:
     )  # fmt: skip
 
 
-def _verify_data_dir(root: Path, sink: FindingSink, report: VerifyReport, deep: bool) -> None:
+def _remote_store(root: Path, remote_storage, sink: FindingSink) -> RemoteStore | None:
+    """Tiered storage's remote store and metadata of a local data directory (None: one in
+    object storage, where Kafka's brokers keep none)."""
+    return None if is_remote(root) else open_remote_store(root, remote_storage, sink)
+
+
+def _check_partition(
+    directory: Path,
+    sink: FindingSink,
+    deep: bool,
+    context: PartitionContext | None,
+    store: RemoteStore | None,
+) -> PartitionResult:
+    """:func:`check_partition`, and a tiered partition's remote part (:mod:`.tiered`)."""
+    if store is None or context is None:
+        return check_partition(directory, sink, deep=deep, context=context)
+    tiered = TieredCheck(directory, store, context)
+    tiered.prepare()
+    try:
+        result = check_partition(directory, sink, deep=deep, context=context)
+        tiered.check(sink, result.summary, deep=deep)
+    finally:
+        tiered.close()
+    return result
+
+
+def _verify_data_dir(
+    root: Path, sink: FindingSink, report: VerifyReport, deep: bool, remote_storage=None
+) -> None:
     checkpoints = _read_checkpoints(root, sink)
     configs = topic_configs(root)
     manifest = _newest_manifest(root, sink)
     _check_root_files(root, sink, deep)
+    store = _remote_store(root, remote_storage, sink)
     topic_ids: dict[str, dict[object, list[Path]]] = {}
     seen: set[TopicPartition] = set()
     for child in sorted(root.iterdir()):
@@ -220,7 +267,7 @@ def _verify_data_dir(root: Path, sink: FindingSink, report: VerifyReport, deep: 
         if manifest is not None and (context is None or context.committed is None):
             _report_uncommitted_partition(child, sink)
             continue
-        result = check_partition(child, sink, deep=deep, context=context)
+        result = _check_partition(child, sink, deep, context, store)
         report.partitions.append(result.summary)
         if result.topic_id is not None and child.name != CLUSTER_METADATA_DIR:
             topic_ids.setdefault(tp.topic, {}).setdefault(result.topic_id, []).append(child)
@@ -422,21 +469,34 @@ def _is_complete_kraft_snapshot(name: str) -> bool:
     return parsed is not None and not parsed.partial and not parsed.deleted
 
 
-def _verify_segment_file(path: Path, sink: FindingSink, report: VerifyReport, deep: bool) -> None:
+def _segment_file_name(path: Path):
+    """``(parsed name, remote)``: a segment file's base offset, suffix and status, by Kafka's
+    names or, ``remote``, a remote segment's in Kafka's LocalTieredStorage
+    (``OFFSET-SEGMENTID.log``, the name of a rolled segment)."""
     try:
-        parsed = parse_segment_file_name(path.name)
+        return parse_segment_file_name(path.name), False
     except KafkalogError:
+        start = LocalTieredStorageLayout.start_offset_of(path.name)
+        suffix = "." + path.name.rsplit(".", 1)[-1]
+        if start is not None and suffix in _REMOTE_SUFFIXES:
+            return parse_segment_file_name(f"{start:020d}{suffix}"), True
         raise ValueError(
             f"{path}: not a file kafkalog verify knows (a .log, .index, .timeindex, .txnindex or "
-            f".snapshot segment file, a checkpoint, partition.metadata, meta.properties, "
+            f".snapshot segment file, by Kafka's names or a remote segment's in "
+            f"LocalTieredStorage, a checkpoint, partition.metadata, meta.properties, "
             f".kafka_cleanshutdown, quorum-state, or a KRaft snapshot)"
         ) from None
+
+
+def _verify_segment_file(path: Path, sink: FindingSink, report: VerifyReport, deep: bool) -> None:
+    parsed, remote = _segment_file_name(path)
     base, suffix = parsed.base_offset, parsed.suffix
     active = not parsed.status and not any(
         p.name.endswith(LOG_FILE_SUFFIX) and p.name.split(".", 1)[0].isdigit()
         and int(p.name.split(".", 1)[0]) > base
         for p in path.parent.iterdir()
     )  # fmt: skip
+    active = active and not remote
     if suffix == LOG_FILE_SUFFIX:
         scan = scan_log(path, sink, deep=deep, base_offset=base, active=active)
         errors, warnings = sink.count_since(0)

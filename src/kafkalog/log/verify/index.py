@@ -242,16 +242,30 @@ def check_segment(
     active: bool,
     suffix: str = "",
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+    index_files: tuple[Path, Path, Path] | None = None,
 ) -> LogScan:
     """The segment's log and its three indexes (missing offset/time indexes are reported);
-    ``max_message_bytes`` is the topic's."""
+    ``max_message_bytes`` is the topic's. ``index_files`` (offset, time, transaction index)
+    name a remote segment's, which are not where Kafka names a local segment's: a missing one
+    is an error there (Kafka's remote fetch reads them and never rebuilds them)."""
+    remote = index_files is not None
+    if index_files is None:
+        index_files = (offset_index_file(directory, base, suffix),
+                       time_index_file(directory, base, suffix),
+                       transaction_index_file(directory, base, suffix))  # fmt: skip
     observers, opened = [], []
     for kind, path, code, check in (
-        (OffsetIndex, offset_index_file(directory, base, suffix), "index", _OffsetIndexCheck),
-        (TimeIndex, time_index_file(directory, base, suffix), "time-index", _TimeIndexCheck),
+        (OffsetIndex, index_files[0], "index", _OffsetIndexCheck),
+        (TimeIndex, index_files[1], "time-index", _TimeIndexCheck),
     ):
         if not path.exists():
-            if not suffix:
+            if remote:
+                sink.error(
+                    f"{code}-missing", path,
+                    f"no {path.name} for a remote segment: Kafka's remote fetch reads it (its "
+                    f"RemoteIndexCache) and cannot rebuild it, so it cannot serve these offsets",
+                )  # fmt: skip
+            elif not suffix:
                 state = (
                     "the active segment: Kafka preallocates its index and trims it only on roll"
                     if active
@@ -269,7 +283,7 @@ def check_segment(
     finally:
         for index in opened:
             index.close()
-    check_txn_index(transaction_index_file(directory, base, suffix), base, scan, sink)
+    check_txn_index(index_files[2], base, scan, sink)
     return scan
 
 

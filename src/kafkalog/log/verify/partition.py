@@ -78,6 +78,9 @@ class PartitionContext:
     # In object storage, the partition's files a manifest of kafkalog's writers commits (None:
     # no manifest): other files belong to a write that died or is under way.
     committed: frozenset[str] | None = None
+    # Tiered storage: the offsets below this one are in the remote store (an index local
+    # retention left below it is a leftover, not a lost segment). None: no remote segments.
+    remote_end: int | None = None
 
 
 @dataclass(slots=True)
@@ -106,7 +109,7 @@ def check_partition(
     segments = _effective_segments(directory, logs, swaps, sink, deep)
     bases = sorted(segments)
     log_start = log_start_before_segments(context.log_start_offset, [p.name for p in others])
-    _check_orphans(directory, indexes, logs, swaps, bases, sink, log_start)
+    _check_orphans(directory, indexes, logs, swaps, bases, sink, log_start, context.remote_end)
 
     scans: list[LogScan] = []
     for i, base in enumerate(bases):
@@ -319,23 +322,30 @@ def log_start_before_segments(log_start_offset: int | None, names) -> int:
     return max(log_start_offset or 0, min(ends, default=0))
 
 
-def _check_orphans(directory, indexes, logs, swaps, bases, sink: FindingSink, log_start) -> None:
+def _check_orphans(
+    directory, indexes, logs, swaps, bases, sink: FindingSink, log_start, remote_end=None
+) -> None:
     """Indexes without their ``.log``: the segment's offsets are lost (an error naming the
     missing ``.log`` and the offsets, as every reader raises DataLossError for them,
-    :func:`lost_segments`) unless the log had already left them (retention) or they belong to a
-    finished clean's ``.swap``: Kafka's loader deletes such orphan indexes (a warning)."""
+    :func:`lost_segments`) unless the log had already left them (retention), tiered storage
+    holds them (below ``remote_end``) or they belong to a finished clean's ``.swap``: Kafka's
+    loader deletes such orphan indexes (a warning)."""
     swap_bases = {b for b, _ in swaps}
     names: dict[int, list[str]] = {}
     for base, path in indexes:
         if base not in logs and base not in swap_bases:
             names.setdefault(base, []).append(path.name)
-    lost = dict(lost_segments(bases, names, log_start))
+    remote = remote_end is not None and remote_end > log_start
+    lost = dict(lost_segments(bases, names, max(log_start, remote_end or 0)))
     for base, path in indexes:
         if base in logs or (base in names and base in lost):
             continue
         where = (
             "beside a finished clean's .swap"
             if base in swap_bases
+            else f"below the log's first segment, in offsets tiered storage holds (below "
+            f"{remote_end})"
+            if remote and base < remote_end
             else f"below the log's first segment and its log start offset {log_start}"
         )
         sink.warning(
