@@ -2,22 +2,27 @@
 node (Kafka's GroupMetadataManager.consumerGroupHeartbeat and consumerGroupDescribe).
 
 The groups share the classic coordinator's lock, scheduler and clock, and live in its
-``consumer_groups``, so one group id is either kind and the offset APIs see both. Membership is
-kept in memory only: after a restart a member's heartbeat is answered UNKNOWN_MEMBER_ID and it
-rejoins with epoch 0 (committed offsets are in ``__consumer_offsets`` as always). Timeouts: a
-member's session (``group.consumer.session.timeout.ms``) restarts at each heartbeat, and a member
-asked to revoke partitions has its rebalance timeout to do so; either fences it out of the group.
+``consumer_groups``, so one group id is either kind and the offset APIs see both. Every change
+of a group is written to ``__consumer_offsets`` as Kafka's records (:mod:`.consumer_records`)
+before the member hears of it, and replayed on start (:mod:`.load`): after a restart members
+carry on with their ids, epochs and assignments. Timeouts: a member's session
+(``group.consumer.session.timeout.ms``) restarts at each heartbeat (and at a restart of the
+server), and a member asked to revoke partitions has its rebalance timeout to do so; either
+fences it out of the group.
 """
 
 from __future__ import annotations
 
 import base64
+import logging
 import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from uuid import UUID
 
+from ...errors import KafkalogError
+from ...format.internal.consumer_offsets_encode import encode_group_metadata_key
 from ..config import broker_settings
 from ..error_codes import (
     FENCED_INSTANCE_ID,
@@ -26,9 +31,12 @@ from ..error_codes import (
     INVALID_REQUEST,
     NONE,
     UNKNOWN_MEMBER_ID,
+    code_of,
 )
 from ..handlers import RequestContext
+from .consumer_records import GroupSnapshot, group_records, restored, snapshot
 from .coordinator import GroupCoordinator
+from .metadata_hash import group_hash
 from .modern_state import (
     FENCED_MEMBER_EPOCH,
     INVALID_REGULAR_EXPRESSION,
@@ -39,14 +47,18 @@ from .modern_state import (
     ConsumerGroupMember,
     MemberState,
     assign,
+    member_topics,
     reconcile,
 )
+from .state import ClassicGroup
 
 __all__ = [
     "SETTINGS",
     "ConsumerGroupConfig",
     "ConsumerGroups",
 ]
+
+_log = logging.getLogger("kafkalog.server")
 
 LEAVE_GROUP_MEMBER_EPOCH = -1
 LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2
@@ -127,23 +139,76 @@ class ConsumerGroups:
         self.topics = topics
         self.config = config or ConsumerGroupConfig()
         self.groups: dict[str, ConsumerGroup] = coordinator.consumer_groups
+        self._resume()
 
     def now(self) -> int:
         return self.coordinator.now()
 
+    def _resume(self) -> None:
+        """Groups replayed from ``__consumer_offsets``: their topics' metadata as it is now,
+        and every member's session (and pending revocation) timed from the start, as Kafka
+        does when it loads a partition."""
+        topics = self.topics()
+        now = self.now()
+        for group in self.groups.values():
+            group.subscription_metadata = _subscribed_metadata(group, topics)
+            for member in group.members.values():
+                self._schedule_session(group.group_id, member.member_id)
+                if member.state is MemberState.UNREVOKED_PARTITIONS:
+                    self.coordinator.scheduler.schedule(
+                        ("consumer-rebalance", group.group_id, member.member_id),
+                        now + member.rebalance_timeout_ms,
+                        self._fence_later(group.group_id, member.member_id, member.member_epoch),
+                    )  # fmt: skip
+
+    async def _store(
+        self, group_id: str, before: GroupSnapshot | None, classic: ClassicGroup | None
+    ) -> int:
+        """Write what changed in the group since ``before`` as one batch (an empty classic
+        group that gave way gets its tombstone). If the log refuses, the group goes back to
+        ``before``, as Kafka reverts what a failed write would have stored. Returns an error
+        code."""
+        records = group_records(group_id, before, self.groups.get(group_id))
+        if classic is not None and group_id not in self.coordinator.groups:
+            records.insert(0, (encode_group_metadata_key(group_id), None))
+        if not records:
+            return NONE
+        log = self.coordinator.log
+        try:
+            await log.append(log.partition_for(group_id), records, now_ms=self.now())
+        except (KafkalogError, OSError) as e:
+            _log.error("storing consumer group %s failed: %s", group_id, e)
+            if before is None:
+                self.groups.pop(group_id, None)
+            else:
+                self.groups[group_id] = restored(group_id, before, self.topics())
+            if classic is not None:
+                self.coordinator.groups[group_id] = classic
+            return code_of(e)
+        return NONE
+
     # -- ConsumerGroupHeartbeat -----------------------------------------------------------------
     async def heartbeat(self, ctx: RequestContext, req: dict) -> dict:
         async with self.coordinator.lock:
+            group_id = req.get("group_id") or ""
+            before = snapshot(self.groups.get(group_id))
+            classic_before = self.coordinator.groups.get(group_id)
             try:
                 self._validate(req, ctx.api_version)
                 if req["member_epoch"] in (
                     LEAVE_GROUP_MEMBER_EPOCH,
                     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
                 ):
-                    return self._leave(req)
-                return self._heartbeat(ctx, req)
+                    response = self._leave(req)
+                else:
+                    response = self._heartbeat(ctx, req)
             except _Refused as refused:
-                return {"error_code": refused.code, "error_message": refused.message}
+                response = {"error_code": refused.code, "error_message": refused.message}
+            code = await self._store(group_id, before, classic_before)
+            if code != NONE:
+                return {"error_code": code, "error_message": "The group's records could not "
+                        "be written to the log."}  # fmt: skip
+            return response
 
     def _validate(self, req: dict, version: int) -> None:
         """Kafka's throwIfConsumerGroupHeartbeatRequestIsInvalid."""
@@ -198,8 +263,9 @@ class ConsumerGroups:
                 raise _Refused(GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
             del self.coordinator.groups[group_id]
         elif not create:
-            # Kafka answers GROUP_ID_NOT_FOUND, but keeps its groups across restarts; here a
-            # group is lost with one, and its members must hear they are to rejoin.
+            # Kafka answers GROUP_ID_NOT_FOUND, which its clients take as fatal. The groups are
+            # stored, so this meets only a member of a group that is gone (deleted, or kept
+            # in memory only by a server from before consumer groups were stored): it rejoins.
             raise _Refused(UNKNOWN_MEMBER_ID, f"Consumer group {group_id} not found.")
         # A new group starts at epoch 1, as Kafka's ModernGroup does.
         group = self.groups[group_id] = ConsumerGroup(
@@ -298,11 +364,11 @@ class ConsumerGroups:
             or updated.subscribed_topic_regex != member.subscribed_topic_regex
             or group.preferred_assignor(default_assignor) != assignor
         )
-        topics = self.topics()
-        subscribed = set().union(*group.subscribed_topics(topics).values())
-        metadata = {t: topics[t] for t in sorted(subscribed) if t in topics}
-        if metadata != group.subscription_metadata:
-            group.subscription_metadata = metadata
+        metadata = _subscribed_metadata(group, self.topics())
+        metadata_hash = group_hash(metadata)
+        group.subscription_metadata = metadata
+        if metadata_hash != group.metadata_hash:
+            group.metadata_hash = metadata_hash
             bump = True
         if bump:
             group.group_epoch += 1
@@ -340,6 +406,7 @@ class ConsumerGroups:
         assignor = group.preferred_assignor(self.config.assignors[0])
         group.target = assign(assignor, subscriptions, topics, group.target)
         group.assignment_epoch = group.group_epoch
+        group.assignment_timestamp_ms = self.now()
 
     # -- leaving, fencing, timeouts --------------------------------------------------------------
     def _consumer_group(self, group_id: str) -> ConsumerGroup:
@@ -383,12 +450,12 @@ class ConsumerGroups:
     def fence(self, group: ConsumerGroup, member_id: str) -> None:
         """Remove a member and bump the group epoch (Kafka's consumerGroupFenceMember)."""
         group.remove(member_id, self.now())
-        topics = self.topics()
-        subscribed = set().union(*group.subscribed_topics(topics).values())
-        group.subscription_metadata = {t: topics[t] for t in sorted(subscribed) if t in topics}
+        group.subscription_metadata = _subscribed_metadata(group, self.topics())
+        group.metadata_hash = group_hash(group.subscription_metadata)
         group.group_epoch += 1
         if not group.members:  # the empty target is the new epoch's, as Kafka records it
             group.assignment_epoch = group.group_epoch
+            group.assignment_timestamp_ms = 0
         for kind in ("consumer-session", "consumer-rebalance"):
             self.coordinator.scheduler.cancel((kind, group.group_id, member_id))
 
@@ -411,7 +478,9 @@ class ConsumerGroups:
             revoking = member.state is MemberState.UNREVOKED_PARTITIONS
             if epoch is not None and (member.member_epoch != epoch or not revoking):
                 return
+            before = snapshot(group)
             self.fence(group, member_id)
+            await self._store(group_id, before, None)
 
         return expire
 
@@ -449,3 +518,11 @@ class ConsumerGroups:
             "assignor_name": group.preferred_assignor(self.config.assignors[0]),
             "members": members,
         }  # fmt: skip
+
+
+def _subscribed_metadata(
+    group: ConsumerGroup, topics: Mapping[str, tuple[UUID, int]]
+) -> dict[str, tuple[UUID, int]]:
+    """The id and partition count of every existing topic some member subscribes to."""
+    subscribed = set().union(*(member_topics(m, topics) for m in group.members.values()))
+    return {t: topics[t] for t in sorted(subscribed) if t in topics}

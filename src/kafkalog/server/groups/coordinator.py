@@ -19,6 +19,7 @@ import asyncio
 import uuid
 from dataclasses import dataclass
 
+from ...errors import KafkalogError
 from ...format.internal.consumer_offsets_encode import (
     GroupMemberRecord,
     encode_group_metadata_key,
@@ -40,6 +41,7 @@ from ..error_codes import (
     code_of,
 )
 from ..handlers import RequestContext
+from .consumer_records import group_records, snapshot
 from .modern_state import ConsumerGroup
 from .scheduler import Scheduler
 from .state import ClassicGroup, GroupMember, GroupState
@@ -121,7 +123,14 @@ class GroupCoordinator:
             if consumer_group is not None:
                 if consumer_group.members:  # classic members do not join a consumer group here
                     return fail(INCONSISTENT_GROUP_PROTOCOL)
-                del self.consumer_groups[group_id]  # an empty one gives way, as in Kafka
+                # An empty one gives way, as in Kafka: its records get their tombstones.
+                tombstones = group_records(group_id, snapshot(consumer_group), None)
+                try:
+                    await self.log.append(self.log.partition_for(group_id), tombstones,
+                                          now_ms=self.now())  # fmt: skip
+                except (KafkalogError, OSError) as e:
+                    return fail(code_of(e))
+                del self.consumer_groups[group_id]
             group = self.groups.get(group_id)
             is_new_group = group is None
             if group is None:

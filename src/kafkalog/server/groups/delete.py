@@ -29,6 +29,7 @@ from ..error_codes import (
     code_of,
 )
 from ..handlers import RequestContext
+from .consumer_records import group_records, snapshot
 from .modern_state import member_topics
 from .offsets import GroupOffsets
 from .state import GroupState
@@ -64,7 +65,10 @@ async def _delete_one(offsets: GroupOffsets, group_id: str | None) -> int:
         return NON_EMPTY_GROUP
     partitions = _offset_keys(offsets, group_id)
     records = [(encode_offset_commit_key(group_id, t, p), None) for t, p in partitions]
-    records.append((encode_group_metadata_key(group_id), None))
+    if consumer_group is not None:
+        records += group_records(group_id, snapshot(consumer_group), None)
+    else:
+        records.append((encode_group_metadata_key(group_id), None))
     log = coordinator.log
     now = coordinator.now()
     try:

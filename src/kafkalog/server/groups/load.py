@@ -1,13 +1,15 @@
-"""Loading ``__consumer_offsets`` on start: committed offsets and classic groups, as Kafka's
-GroupMetadataManager replays its partitions when it becomes their coordinator.
+"""Loading ``__consumer_offsets`` on start: committed offsets, classic groups and consumer
+groups (KIP-848, :mod:`.consumer_replay`), as Kafka's GroupMetadataManager replays its
+partitions when it becomes their coordinator.
 
 Records are applied in log order, the last one per key winning, tombstones deleting; offset
 commits from a transaction wait for its COMMIT or ABORT marker (one never seen stays pending,
 so ``require_stable`` fetches report it, as Kafka does until the transaction coordinator's
 timeout aborts it). A group stored with members comes back Stable with every member's session
 timer running: members that are still alive heartbeat and carry on, the others expire and the
-group rebalances. Records we cannot read (a newer version, a consumer-group record of KIP-848,
-a damaged value) are skipped with a warning naming partition and offset: they belong to
+group rebalances; a consumer group's members keep their ids, epochs and assignments, their
+sessions timed from the start. Records we cannot read (a newer version, a share or streams
+group's, a damaged value) are skipped with a warning naming partition and offset: they belong to
 features this coordinator does not run, and skipping them loses nothing it serves. A group known
 only from its offset commits comes back Empty, as Kafka recreates such "simple" groups.
 """
@@ -21,6 +23,7 @@ from ...format.internal import decode_consumer_offsets_key, decode_consumer_offs
 from ...format.internal.consumer_offsets import consumer_offsets_value_schema
 from ...format.internal.result import BYTE_ERRORS
 from ...format.message import read_message
+from .consumer_replay import ConsumerGroupReplay
 from .offsets import GroupOffsets
 from .offsets_store import OffsetAndMetadata
 from .state import ClassicGroup, GroupMember, GroupState
@@ -29,6 +32,11 @@ __all__ = ["load_groups"]
 
 _log = logging.getLogger(__name__)
 _GROUP_METADATA_TYPE = 2
+_CONSUMER_GROUP_KINDS = frozenset({
+    "consumer_group_metadata", "consumer_group_member_metadata",
+    "consumer_group_target_assignment_metadata", "consumer_group_target_assignment_member",
+    "consumer_group_current_member_assignment",
+})  # fmt: skip
 
 
 def load_groups(offsets: GroupOffsets) -> int:
@@ -37,6 +45,7 @@ def load_groups(offsets: GroupOffsets) -> int:
     coordinator = offsets.coordinator
     log = coordinator.log
     count = 0
+    replay = ConsumerGroupReplay()
     for partition in range(log.partitions):
         for record in log.read(partition):
             count += 1
@@ -47,8 +56,13 @@ def load_groups(offsets: GroupOffsets) -> int:
                 continue
             if record.key is None:
                 continue
-            _replay(offsets, partition, record)
+            _replay(offsets, partition, record, replay)
     now = coordinator.now()
+    for group_id, group in replay.groups(now).items():
+        coordinator.consumer_groups[group_id] = group
+        classic = coordinator.groups.get(group_id)
+        if classic is not None and not classic.members:  # a stand-in made by its offsets
+            del coordinator.groups[group_id]
     for group in coordinator.groups.values():
         for member in group.members.values():
             coordinator._schedule_heartbeat(group, member.member_id, member.session_timeout_ms)
@@ -57,7 +71,7 @@ def load_groups(offsets: GroupOffsets) -> int:
     return count
 
 
-def _replay(offsets: GroupOffsets, partition: int, record) -> None:
+def _replay(offsets: GroupOffsets, partition: int, record, replay: ConsumerGroupReplay) -> None:
     key = decode_consumer_offsets_key(record.key)
     where = f"{offsets.coordinator.log.topic}-{partition} at offset {record.offset}"
     if key.data is None or key.error is not None:
@@ -89,6 +103,16 @@ def _replay(offsets: GroupOffsets, partition: int, record) -> None:
             offsets.store.commit(group_id, tp, entry)
     elif key.kind == "group_metadata":
         _replay_group(offsets, key.data["group"], record.value, where)
+    elif key.kind in _CONSUMER_GROUP_KINDS:
+        value = decode_consumer_offsets_value(key, record.value)
+        if record.value is not None and value.data is None:
+            _log.warning("skipping unreadable %s record in %s: %s", key.kind, where,
+                         value.error or f"unknown version {value.version}")  # fmt: skip
+            return
+        replay.apply(key.kind, key.data, value.data)
+    elif key.kind not in ("consumer_group_partition_metadata", "consumer_group_regular_expression"):
+        _log.warning("skipping %s record in %s: not a group kind this server runs", key.kind,
+                     where)  # fmt: skip
 
 
 def _replay_group(offsets: GroupOffsets, group_id: str, value: bytes | None, where: str) -> None:

@@ -80,11 +80,14 @@ class ConsumerGroupMember:
     state: MemberState = MemberState.STABLE
     assigned: Assignment = field(default_factory=dict)
     pending_revocation: Assignment = field(default_factory=dict)
+    # The member epoch at which each assigned (or pending) partition was given (KIP-1251).
+    assigned_epochs: dict[tuple[UUID, int], int] = field(default_factory=dict)
 
     def with_epoch(self, epoch: int, **changes) -> ConsumerGroupMember:
-        """Kafka's updateMemberEpoch: the previous epoch remembers the one before a change."""
-        previous = self.member_epoch if epoch != self.member_epoch else self.previous_member_epoch
-        return replace(self, member_epoch=epoch, previous_member_epoch=previous, **changes)
+        """Kafka's updateMemberEpoch: the previous epoch is the one the member had, also when
+        the epoch stays."""
+        return replace(self, member_epoch=epoch, previous_member_epoch=self.member_epoch,
+                       **changes)  # fmt: skip
 
 
 def _owns_any(owned: list[dict] | None, partitions: Assignment) -> bool:
@@ -125,13 +128,20 @@ def reconcile(
             revoking[topic_id] = current - keep
         if free:
             adding[topic_id] = frozenset(free)
+    old_epochs = member.assigned_epochs
     if revoking and _owns_any(owned, revoking):
+        held = {(t, p): old_epochs.get((t, p), member.member_epoch)
+                for a in (assigned, revoking) for t, ps in a.items() for p in ps}  # fmt: skip
         return member.with_epoch(epoch, state=MemberState.UNREVOKED_PARTITIONS, assigned=assigned,
-                                 pending_revocation=revoking)  # fmt: skip
+                                 pending_revocation=revoking, assigned_epochs=held)  # fmt: skip
+    epochs = {(t, p): old_epochs.get((t, p), member.member_epoch)
+              for t, ps in assigned.items() for p in ps}  # fmt: skip
     for topic_id, partitions in adding.items():
         assigned[topic_id] = assigned.get(topic_id, frozenset()) | partitions
+        epochs.update(((topic_id, p), target_epoch) for p in partitions)
     state = MemberState.UNRELEASED_PARTITIONS if unreleased else MemberState.STABLE
-    return member.with_epoch(target_epoch, state=state, assigned=assigned, pending_revocation={})
+    return member.with_epoch(target_epoch, state=state, assigned=assigned, pending_revocation={},
+                             assigned_epochs=epochs)  # fmt: skip
 
 
 @dataclass(eq=False)
@@ -148,6 +158,8 @@ class ConsumerGroup:
     subscription_metadata: dict[str, tuple[UUID, int]] = field(default_factory=dict)
     partition_epochs: dict[tuple[UUID, int], int] = field(default_factory=dict)
     empty_since_ms: int = -1
+    metadata_hash: int = 0  # of the subscribed topics (:mod:`.metadata_hash`)
+    assignment_timestamp_ms: int = 0  # when the target assignment was computed
 
     @property
     def state(self) -> ConsumerGroupState:

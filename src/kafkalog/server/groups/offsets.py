@@ -31,6 +31,7 @@ from ..error_codes import (
     code_of,
 )
 from ..handlers import RequestContext
+from .consumer_records import group_records, snapshot
 from .coordinator import GroupCoordinator
 from .modern_state import STALE_MEMBER_EPOCH, ConsumerGroup
 from .offsets_store import OffsetAndMetadata, OffsetsStore
@@ -239,17 +240,25 @@ class GroupOffsets:
         written = 0
         async with coordinator.lock:
             now = coordinator.now()
-            for group_id in sorted(self.store.groups() | set(coordinator.groups)):
+            consumer_groups = coordinator.consumer_groups
+            for group_id in sorted(
+                self.store.groups() | set(coordinator.groups) | set(consumer_groups)
+            ):
                 group = coordinator.groups.get(group_id)
+                consumer_group = consumer_groups.get(group_id)
                 expired = self._expired(group_id, group, now)
                 records = [(encode_offset_commit_key(group_id, t, p), None) for t, p in expired]
                 deletes_group = (
-                    group is not None
-                    and group.is_in(GroupState.EMPTY)
-                    and not (set(self.store.committed(group_id)) - set(expired))
+                    (group is not None and group.is_in(GroupState.EMPTY))
+                    or (consumer_group is not None and not consumer_group.members)
+                ) and (
+                    not (set(self.store.committed(group_id)) - set(expired))
                     and not self.store.has_pending(group_id)
                 )
-                if deletes_group:
+                if deletes_group and consumer_group is not None:
+                    # Kafka's ConsumerGroup.createGroupTombstoneRecords
+                    records += group_records(group_id, snapshot(consumer_group), None)
+                elif deletes_group:
                     records.append((encode_group_metadata_key(group_id), None))
                 if not records:
                     continue
@@ -257,7 +266,9 @@ class GroupOffsets:
                 await log.append(log.partition_for(group_id), records, now_ms=now)
                 for tp in expired:
                     self.store.delete(group_id, tp)
-                if deletes_group:
+                if deletes_group and consumer_group is not None:
+                    del consumer_groups[group_id]
+                elif deletes_group and group is not None:
                     group.transition_to(GroupState.DEAD, now)
                     del coordinator.groups[group_id]
                 written += len(records)
