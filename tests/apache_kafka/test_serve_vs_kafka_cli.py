@@ -15,6 +15,7 @@ broker does: node id 1, no auto-creation of topics.
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import subprocess
@@ -29,6 +30,9 @@ from pathlib import Path
 
 import pytest
 from tests.server.server_process import ServerProcess
+from tests.server.wire import WireClient
+
+from kafkalog.protocol import ApiKey
 
 pytestmark = pytest.mark.slow
 
@@ -229,15 +233,8 @@ def only_lines(pattern: str) -> Callable[[int, str, str], str]:
 # --- Documented differences (docs/kafka-tests.md) -------------------------------------------------
 
 
-def no_elr(text: str) -> str:
-    """1. `kafka-topics --describe`: serve does not answer DescribeTopicPartitions (KIP-966), so
-    the admin client falls back to Metadata, which has no eligible leader replicas: the tool
-    prints N/A instead of an empty list."""
-    return text.replace("Elr: LastKnownElr:", "Elr: N/A LastKnownElr: N/A")
-
-
 def no_cluster_min_isr(text: str) -> str:
-    """2. Kafka's controller (eligible leader replicas on) sets min.insync.replicas=1 as a
+    """1. Kafka's controller (eligible leader replicas on) sets min.insync.replicas=1 as a
     cluster-wide dynamic default (DYNAMIC_DEFAULT_BROKER_CONFIG), so `kafka-topics --describe`
     lists it among a topic's configs; serve has no dynamic broker configs."""
     return re.sub(r"Configs: min\.insync\.replicas=1,?", "Configs: ", text).replace(
@@ -268,20 +265,19 @@ def test_kafka_topics(both: Both) -> None:
              out=stdout_and_errors),
     ]  # fmt: skip
     kafka, serve = both.run(steps)
-    describe = lambda text: no_elr(no_cluster_min_isr(text))  # noqa: E731
-    compare(steps, kafka, serve, {3: describe, 5: describe})
+    compare(steps, kafka, serve, {3: no_cluster_min_isr, 5: no_cluster_min_isr})
 
 
 def no_cluster_min_isr_default(text: str) -> str:
-    """2. `kafka-configs --entity-type brokers --entity-default --describe` lists Kafka's
+    """1. `kafka-configs --entity-type brokers --entity-default --describe` lists Kafka's
     cluster-wide min.insync.replicas=1, which serve does not set."""
     return "\n".join(x for x in text.splitlines() if not x.startswith("min.insync.replicas=1 "))
 
 
 def all_configs_differences(text: str) -> str:
-    """3. The topic configs serve knows are those of Kafka 4.0-4.3: Kafka 4.4's
+    """2. The topic configs serve knows are those of Kafka 4.0-4.3: Kafka 4.4's
     max.decompressed.message.bytes, remote.copy.lag.bytes and remote.copy.lag.ms are missing;
-    message.downconversion.enable (removed in 4.0, KIP-724) is still listed. And difference 2:
+    message.downconversion.enable (removed in 4.0, KIP-724) is still listed. And difference 1:
     min.insync.replicas has no cluster-wide dynamic default among its synonyms."""
     new = ("remote.copy.lag.", "max.decompressed.message.bytes=")
     lines = [x for x in text.splitlines() if not x.startswith(new)]
@@ -308,8 +304,7 @@ def test_kafka_configs(both: Both) -> None:
         step(TOPICS, "--bootstrap-server", BOOT, "--describe", "--topic", t),
     ]  # fmt: skip
     kafka, serve = both.run(steps)
-    describe = lambda text: no_elr(no_cluster_min_isr(text))  # noqa: E731
-    compare(steps, kafka, serve, {5: all_configs_differences, 7: describe})
+    compare(steps, kafka, serve, {5: all_configs_differences, 7: no_cluster_min_isr})
 
 
 def test_kafka_configs_brokers(both: Both) -> None:
@@ -480,7 +475,7 @@ def test_get_offsets_and_delete_records(both: Both) -> None:
 
 
 def deleted_segment_gone(text: str, partition: str) -> str:
-    """4. Max timestamp (-3) after DeleteRecords up to the high watermark: Kafka keeps the
+    """3. Max timestamp (-3) after DeleteRecords up to the high watermark: Kafka keeps the
     segment below the new log start until its next retention pass and still answers the offset
     of its largest timestamp (below the log start); serve deletes such segments at once
     (docs/server.md), so the partition has no record and no answer (the tool prints no line)."""
@@ -500,7 +495,7 @@ def times_and_ids(text: str) -> str:
 
 
 def epoch_not_bumped(text: str) -> str:
-    """5. Transactions: Kafka 4 finalizes transaction.version=2 (KIP-890), whose coordinator
+    """4. Transactions: Kafka 4 finalizes transaction.version=2 (KIP-890), whose coordinator
     bumps the producer epoch at the end of every transaction (the epoch is 1 after the first);
     serve advertises no transaction version, so the client runs version 1 transactions and the
     epoch stays 0."""
@@ -669,6 +664,187 @@ def test_producer_and_consumer_perf_test(both: Both) -> None:
     assert kafka[1] == "exit 0\n5000 records sent", kafka[1]
     assert kafka[3].endswith("data.consumed.in.nMsg 5000"), kafka[3]
     compare(steps, kafka, serve)
+
+
+# --- Log directories and the cluster (DescribeLogDirs, DescribeCluster) --------------------------
+
+LOG_DIRS = "org.apache.kafka.tools.LogDirsCommand"
+CLUSTER = "org.apache.kafka.tools.ClusterTool"
+
+
+def log_dirs_table(code: int, stdout: str, stderr: str) -> str:
+    """kafka-log-dirs --describe prints one JSON document: a line per log directory (its path
+    differs between the brokers: only that it is absolute is kept) and a line per partition,
+    sorted (Kafka lists them in a hash map's order)."""
+    doc = next((json.loads(x) for x in stdout.splitlines() if x.startswith("{")), None)
+    if doc is None:
+        return f"exit {code}\n{stdout}\n{stderr}"
+    lines = [f"exit {code}", f"version {doc['version']}"]
+    for broker in doc["brokers"]:
+        for d in broker["logDirs"]:
+            where = "absolute" if d["logDir"].startswith("/") else d["logDir"]
+            lines.append(f"broker {broker['broker']} logDir {where} error {d['error']}")
+            lines += sorted(f"{p['partition']} size {p['size']} offsetLag {p['offsetLag']} "
+                            f"isFuture {p['isFuture']}" for p in d["partitions"])  # fmt: skip
+    return "\n".join(lines)
+
+
+def cluster_id(code: int, stdout: str, stderr: str) -> str:
+    """kafka-cluster cluster-id: each broker's own id (22 characters of base64, as Kafka's
+    Uuid prints)."""
+    return re.sub(
+        r"(Cluster ID: )[A-Za-z0-9_-]{22}$", r"\1<id>", f"exit {code}\n{stdout}", flags=re.M
+    )
+
+
+def endpoints(code: int, stdout: str, stderr: str) -> str:
+    """kafka-cluster list-endpoints: each broker's port."""
+    return re.sub(r"(?m)^(\d+\s+\S+\s+)\d+", r"\1<port>", f"exit {code}\n{stdout}")
+
+
+def zstd_frames_end_in_an_empty_block(text: str, partition: str, batches: int) -> str:
+    """5. A topic with compression.type=zstd given uncompressed batches: both brokers
+    recompress each batch, and Kafka's zstd-jni stream, ended by its close(), writes the data in
+    a block that is not the last and then an empty last block (a 3-byte block header, 01 00 00);
+    kafkalog's frame marks its data block the last. So each such batch is 3 bytes shorter on
+    serve and the partition's size 3 bytes per batch smaller; both frames decode to the same
+    records (gzip, recompressed alike, comes out byte for byte the same size)."""
+
+    def smaller(m: re.Match) -> str:
+        return f"{m.group(1)}{int(m.group(2)) - 3 * batches} "
+
+    return re.sub(rf"(?m)^({re.escape(partition)} size )(\d+) ", smaller, text)
+
+
+def one_batch_each(topic: str, partitions: int, n: int) -> list[dict]:
+    """``n`` records over ``partitions``, each flushed alone: one batch each, so that both
+    brokers get the same batches whatever the producer's timing."""
+    lines: list[dict] = []
+    for i in range(n):
+        value = base64.b64encode(b"value %d " % i * (i % 5 + 1)).decode()
+        lines.append({"topic": topic, "partition": i % partitions, "key": "aw==", "value": value,
+                      "headers": [["h", "dg=="]], "timestamp": T0 + i})  # fmt: skip
+        lines.append({"op": "flush"})
+    return lines
+
+
+def test_log_dirs_and_cluster(both: Both) -> None:
+    """kafka-log-dirs --describe (DescribeLogDirs): the sizes of partitions written alike, with
+    batches the producer compressed (stored as sent) and batches each broker recompressed for
+    its topic's gzip or zstd; kafka-cluster cluster-id and list-endpoints (DescribeCluster); and
+    kafka-topics --describe paged a partition per DescribeTopicPartitions response."""
+    t, gz, zs = name("log-dirs"), name("log-dirs-gzip"), name("log-dirs-zstd")
+    setup = [
+        step(TOPICS, "--bootstrap-server", BOOT, "--create", "--topic", t, "--partitions", "3"),
+        step(TOPICS, "--bootstrap-server", BOOT, "--create", "--topic", gz,
+             "--config", "compression.type=gzip"),
+        step(TOPICS, "--bootstrap-server", BOOT, "--create", "--topic", zs,
+             "--config", "compression.type=zstd"),
+    ]  # fmt: skip
+    kafka, serve = both.run(setup)
+    compare(setup, kafka, serve)
+    both.produce(one_batch_each(t, 2, 40), configs={"compression.type": "lz4"})
+    both.produce(one_batch_each(gz, 1, 30) + one_batch_each(zs, 1, 30))
+    describe = ("--bootstrap-server", BOOT, "--describe")
+    steps = [
+        step(LOG_DIRS, *describe, "--topic-list", f"{t},{gz},{zs}", out=log_dirs_table),
+        step(LOG_DIRS, *describe, "--topic-list", t, "--broker-list", "1", out=log_dirs_table),
+        step(LOG_DIRS, *describe, "--topic-list", name("log-dirs-none"), out=log_dirs_table),
+        step(CLUSTER, "cluster-id", "--bootstrap-server", BOOT, out=cluster_id),
+        step(CLUSTER, "list-endpoints", "--bootstrap-server", BOOT, out=endpoints),
+        step(TOPICS, *describe, "--topic", t, "--partition-size-limit-per-response", "1"),
+    ]
+    kafka, serve = both.run(steps)
+    assert re.search(rf"^{t}-0 size [1-9]", kafka[0], re.M), kafka[0]
+    assert "Cluster ID: <id>" in kafka[3], kafka[3]
+    zstd = lambda text: zstd_frames_end_in_an_empty_block(text, f"{zs}-0", 30)  # noqa: E731
+    compare(steps, kafka, serve, {0: zstd, 5: no_cluster_min_isr})
+
+
+def _wire_view(value: object, key: str = "") -> object:
+    """An answer with what differs between any two brokers named instead of given: the
+    cluster id, ports, topic ids (the zero id kept), log directory paths and the volume's free
+    bytes; DescribeLogDirs' topics and partitions sorted (Kafka's are in a hash map's order)."""
+    if isinstance(value, dict):
+        return {k: _wire_view(v, k) for k, v in value.items()}
+    if isinstance(value, list):
+        items = [_wire_view(v) for v in value]
+        if key in ("topics", "partitions") and items and "partition_size" in str(items):
+            items.sort(key=lambda x: json.dumps(x, sort_keys=True, default=str))
+        return items
+    if key in ("cluster_id", "port", "log_dir") and value is not None:
+        return f"<{key}>"
+    if key == "usable_bytes":
+        return "positive" if isinstance(value, int) and value > 0 else value
+    if isinstance(value, uuid.UUID) and value.int != 0:
+        return "<topic id>"
+    return value
+
+
+def test_describe_apis_on_the_wire(both: Both) -> None:
+    """DescribeTopicPartitions (pages, cursors, unknown and invalid names, a cursor refused),
+    DescribeCluster (each version, the endpoint types), DescribeLogDirs (v1, v4, v5) and
+    Metadata's authorized operations, sent alike to both brokers: serve's answers must be
+    Kafka's but for what differs between any two brokers (:func:`_wire_view`)."""
+    a, b = name("wire-a"), name("wire-b")
+    both.run([
+        step(TOPICS, "--bootstrap-server", BOOT, "--create", "--topic", a, "--partitions", "2"),
+        step(TOPICS, "--bootstrap-server", BOOT, "--create", "--topic", b, "--partitions", "5"),
+    ])  # fmt: skip
+    both.produce(one_batch_each(a, 2, 6) + one_batch_each(b, 5, 10))
+
+    def topics(*names: str) -> list[dict]:
+        return [{"name": n} for n in names]
+
+    dtp, cluster, dirs = (
+        ApiKey.DESCRIBE_TOPIC_PARTITIONS, ApiKey.DESCRIBE_CLUSTER, ApiKey.DESCRIBE_LOG_DIRS,
+    )  # fmt: skip
+    wanted = [{"topic": a, "partitions": [0, 1, 7]}, {"topic": b, "partitions": [4]},
+              {"topic": name("wire-none"), "partitions": [0]}]  # fmt: skip
+    requests = [
+        (dtp, 0, {"topics": topics(b, a, name("wire-none"), "bad/name", a)}),
+        (dtp, 0, {"topics": topics(a, b), "response_partition_limit": 3}),
+        (dtp, 0, {"topics": topics(a, b), "response_partition_limit": 2}),
+        (dtp, 0, {"topics": topics(a, name("zz")), "response_partition_limit": 2}),
+        (dtp, 0, {"topics": topics(a, b), "response_partition_limit": 0}),
+        (dtp, 0, {"topics": topics(a, b), "response_partition_limit": 1,
+                  "cursor": {"topic_name": b, "partition_index": 3}}),
+        (dtp, 0, {"topics": topics(a, b), "cursor": {"topic_name": b, "partition_index": 9}}),
+        (dtp, 0, {"topics": topics(a, b), "cursor": {"topic_name": "x", "partition_index": 0}}),
+        (dtp, 0, {"topics": topics(a, b), "cursor": {"topic_name": b, "partition_index": -1}}),
+        (cluster, 0, {}),
+        (cluster, 1, {"endpoint_type": 2}),
+        (cluster, 1, {"endpoint_type": 0}),
+        (cluster, 2, {"include_cluster_authorized_operations": True,
+                      "include_fenced_brokers": True}),
+        (dirs, 1, {"topics": wanted}),
+        (dirs, 4, {"topics": wanted}),
+        (dirs, 5, {"topics": wanted}),
+        (dirs, 5, {"topics": [{"topic": name("wire-none"), "partitions": [0]}]}),
+        (ApiKey.METADATA, 10, {"topics": topics(a), "include_cluster_authorized_operations": True,
+                               "include_topic_authorized_operations": True}),
+        (ApiKey.METADATA, 12, {"topics": [{"topic_id": uuid.uuid4(), "name": None}],
+                               "include_topic_authorized_operations": True}),
+        (ApiKey.METADATA, 12, {"topics": topics(a, name("wire-none")),
+                               "allow_auto_topic_creation": False,
+                               "include_topic_authorized_operations": True}),
+    ]  # fmt: skip
+
+    def ask(side: Side) -> list[object]:
+        host, port = side.bootstrap.rsplit(":", 1)
+        client = WireClient(host, int(port))
+        try:
+            return [_wire_view(client.call(k, v, body)) for k, v, body in requests]
+        finally:
+            client.close()
+
+    kafka, serve = ask(both.kafka), ask(both.serve)
+    problems = [
+        f"request {i} {requests[i]}:\n--- Kafka\n{k}\n--- kafkalog serve\n{s}"
+        for i, (k, s) in enumerate(zip(kafka, serve))
+        if k != s
+    ]
+    assert not problems, "\n".join(problems)
 
 
 # --- The consumer group protocol (KIP-848) ------------------------------------------------------

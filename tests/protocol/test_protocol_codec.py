@@ -120,7 +120,7 @@ def _project(fields: list[Field], v: int, flexible: bool, value: dict) -> dict:
         if not _in(f, v, flexible):
             continue
         item = value[f.name]
-        if f.type == "{}":
+        if f.type == "{}" and item is not None:
             item = _project(f.fields, v, flexible, item)
         elif f.type == "[]" and item is not None:
             item = [_project(f.fields, v, flexible, x) for x in item]
@@ -137,7 +137,7 @@ def _from_kafka_python(obj, v: int, flexible: bool) -> list:
         if not f.for_version_q(v) or (f.tag is not None and not flexible):
             continue
         item = getattr(obj, f.name)
-        if f.is_struct():
+        if f.is_struct() and item is not None:
             item = _from_kafka_python(item, v, flexible)
         elif f.is_struct_array() and item is not None:
             item = [_from_kafka_python(x, v, flexible) for x in item]
@@ -156,7 +156,7 @@ def _in_order(fields: list[Field], v: int, flexible: bool, value: dict) -> list:
         if not _in(f, v, flexible):
             continue
         item = value[f.name]
-        if f.type == "{}":
+        if f.type == "{}" and item is not None:
             item = _in_order(f.fields, v, flexible, item)
         elif f.type == "[]" and item is not None:
             item = [_in_order(f.fields, v, flexible, x) for x in item]

@@ -1,7 +1,9 @@
 """Schema tables of the admin APIs a development broker is asked for in test setup and teardown:
 DeleteRecords, AlterConfigs (the legacy, non-incremental one), CreatePartitions, DeleteGroups
-and OffsetDelete (table syntax: :mod:`kafkalog.format.message.schema`). Versions are Kafka 4.0's
-ranges for them, which KIP-896 left whole (DeleteGroups v0 was put back for Sarama, KAFKA-18352).
+and OffsetDelete, and of the cluster's and log directories' descriptions (DescribeCluster,
+DescribeLogDirs) that admin tools ask for (table syntax: :mod:`kafkalog.format.message.schema`).
+Versions are Kafka 4.0's ranges for them, which KIP-896 left whole (DeleteGroups v0 was put back
+for Sarama, KAFKA-18352); DescribeLogDirs goes to Kafka 4.4's v5 (a directory's cordoned flag).
 """
 
 from __future__ import annotations
@@ -146,5 +148,75 @@ OFFSET_DELETE_RESPONSE = api_message(
 error_code int16
 throttle_time_ms int32
 topics []TopicPartitionErrors
+""",
+)
+
+DESCRIBE_LOG_DIRS_REQUEST = api_message(
+    35,
+    "DescribeLogDirsRequest",
+    "1-5",
+    "2+",
+    """
+topics [] ?
+  topic string
+  partitions [int32]
+""",
+)
+
+DESCRIBE_LOG_DIRS_RESPONSE = api_message(
+    35,
+    "DescribeLogDirsResponse",
+    "1-5",
+    "2+",
+    """
+throttle_time_ms int32
+error_code int16 3+
+results []
+  error_code int16
+  log_dir string
+  topics []
+    name string
+    partitions []
+      partition_index int32
+      partition_size int64
+      offset_lag int64
+      is_future_key bool
+  total_bytes int64 4+ =-1
+  usable_bytes int64 4+ =-1
+  is_cordoned bool 5+
+""",
+)
+
+DESCRIBE_CLUSTER_REQUEST = api_message(
+    60,
+    "DescribeClusterRequest",
+    "0-2",
+    "0+",
+    """
+include_cluster_authorized_operations bool
+endpoint_type int8 1+ =1
+include_fenced_brokers bool 2+
+""",
+)
+
+DESCRIBE_CLUSTER_RESPONSE = api_message(
+    60,
+    "DescribeClusterResponse",
+    "0-2",
+    "0+",
+    """
+throttle_time_ms int32
+error_code int16
+error_message string ? =null
+endpoint_type int8 1+ =1
+cluster_id string
+controller_id int32 =-1
+brokers []
+  broker_id int32
+  host string
+  port int32
+  rack string ? =null
+  is_fenced bool 2+
+cluster_authorized_operations int32 =-2147483648
 """,
 )

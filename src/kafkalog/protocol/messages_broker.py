@@ -1,5 +1,6 @@
-"""Schema tables of the APIs the broker itself serves: produce, fetch, offsets, metadata, topics,
-configs, coordinator discovery and ApiVersions (see :mod:`kafkalog.format.message.schema` for the
+"""Schema tables of the APIs the broker itself serves: produce, fetch, offsets, metadata (and
+DescribeTopicPartitions, KIP-966's paged form of it), topics, configs, coordinator discovery and
+ApiVersions (see :mod:`kafkalog.format.message.schema` for the
 table syntax). Versions are the ranges this server speaks: at least what librdkafka 2.16 and
 kafka-python 3.0 choose, from the oldest Kafka 4.0 still accepts.
 """
@@ -201,6 +202,50 @@ topics []
     offline_replicas [int32] 5+
   topic_authorized_operations int32 8+ =-2147483648
 cluster_authorized_operations int32 8-10 =-2147483648
+""",
+)
+
+DESCRIBE_TOPIC_PARTITIONS_REQUEST = api_message(
+    75,
+    "DescribeTopicPartitionsRequest",
+    "0",
+    "0+",
+    """
+topics []
+  name string
+response_partition_limit int32 =2000
+cursor {} ? =null
+  topic_name string
+  partition_index int32
+""",
+)
+
+DESCRIBE_TOPIC_PARTITIONS_RESPONSE = api_message(
+    75,
+    "DescribeTopicPartitionsResponse",
+    "0",
+    "0+",
+    """
+throttle_time_ms int32
+topics []
+  error_code int16
+  name string ?
+  topic_id uuid
+  is_internal bool
+  partitions []
+    error_code int16
+    partition_index int32
+    leader_id int32
+    leader_epoch int32 =-1
+    replica_nodes [int32]
+    isr_nodes [int32]
+    eligible_leader_replicas [int32] ? =null
+    last_known_elr [int32] ? =null
+    offline_replicas [int32]
+  topic_authorized_operations int32 =-2147483648
+next_cursor {} ? =null
+  topic_name string
+  partition_index int32
 """,
 )
 

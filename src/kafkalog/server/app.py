@@ -35,9 +35,11 @@ from ..log.partition import broker_synonyms
 from ..log.segment import configured_capacity, default_cache
 from ..protocol import ApiKey
 from .apis import (
+    cluster,
     configs,
     delete_records,
     fetch,
+    log_dirs,
     metadata,
     offsets,
     produce,
@@ -81,7 +83,9 @@ __all__ = [
 log = logging.getLogger("kafkalog.server")
 
 # after metadata
-_BROKER_APIS = (produce, fetch, offsets, topics, configs, delete_records, transactions, sasl)
+_BROKER_APIS = (
+    produce, fetch, offsets, topics, configs, delete_records, transactions, sasl, cluster, log_dirs
+)  # fmt: skip
 
 
 async def build_routes(broker: Broker) -> dict[int, Handler]:

@@ -1,4 +1,6 @@
-"""ApiVersions, Metadata and FindCoordinator: what a client asks before anything else.
+"""ApiVersions, Metadata and FindCoordinator: what a client asks before anything else; with them
+the descriptions of the cluster, its topics' partitions and this node's log directories
+(:mod:`.cluster`, :mod:`.log_dirs`), which admin clients ask for beside Metadata.
 
 This node is the only broker, the controller, every partition's leader and its only in-sync
 replica, and every group's and transaction's coordinator.
@@ -17,6 +19,7 @@ from ...protocol import MESSAGES, ApiKey
 from .. import error_codes as ec
 from ..handlers import Handler, RequestContext
 from ..internal_topics import INTERNAL_TOPICS
+from .cluster import CLUSTER_OPERATIONS, TOPIC_OPERATIONS, partition_entry
 
 if TYPE_CHECKING:
     from ..broker import Broker
@@ -51,20 +54,7 @@ def api_versions_body(served: Collection[int], error_code: int = ec.NONE) -> dic
 
 
 def _partition_entries(broker: Broker, topic: str) -> list[dict]:
-    entries = []
-    for partition in broker.log_manager.topics().get(topic, []):
-        partition_log = broker.get_log(topic, partition)
-        entries.append(
-            {
-                "partition_index": partition,
-                "leader_id": broker.node_id,
-                "leader_epoch": broker.leader_epoch(partition_log),
-                "replica_nodes": [broker.node_id],
-                "isr_nodes": [broker.node_id],
-                "offline_replicas": [],
-            }
-        )
-    return entries
+    return [partition_entry(broker, topic, p) for p in broker.log_manager.topics().get(topic, [])]
 
 
 def _topic_entry(broker: Broker, topic: str, error_code: int = ec.NONE) -> dict:
@@ -91,7 +81,8 @@ def _maybe_create(broker: Broker, topic: str, allowed: bool) -> int:
 
 
 def handlers(broker: Broker, served: Collection[int]) -> dict[int, Handler]:
-    """``served``: the route table these handlers go into, read at each ApiVersions."""
+    """``served``: the route table these handlers go into, read at each ApiVersions; with the
+    handlers of :mod:`.cluster` and :mod:`.log_dirs`."""
 
     async def api_versions(ctx: RequestContext, request: dict) -> dict:
         return api_versions_body(served)
@@ -117,12 +108,21 @@ def handlers(broker: Broker, served: Collection[int]) -> dict[int, Handler]:
                     code = _maybe_create(broker, name, request["allow_auto_topic_creation"])
                 topics.append(_topic_entry(broker, name, code))
         host, port = ctx.advertised or (broker.host, broker.port)
-        return {
+        body = {
             "brokers": [{"node_id": broker.node_id, "host": host, "port": port}],
             "cluster_id": broker.cluster_id,
             "controller_id": broker.node_id,
             "topics": topics,
         }
+        # No authorizer: every operation Kafka supports on the resource (v8+, when asked); not
+        # for an unknown topic id, which Kafka adds after setting them.
+        if ctx.api_version >= 8 and request["include_topic_authorized_operations"]:
+            for topic in topics:
+                if "name" in topic:
+                    topic["topic_authorized_operations"] = TOPIC_OPERATIONS
+        if 8 <= ctx.api_version <= 10 and request["include_cluster_authorized_operations"]:
+            body["cluster_authorized_operations"] = CLUSTER_OPERATIONS
+        return body
 
     async def find_coordinator(ctx: RequestContext, request: dict) -> dict:
         host, port = ctx.advertised or (broker.host, broker.port)
