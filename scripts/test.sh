@@ -23,7 +23,10 @@ pytest() {
 # durability runs by killing processes) one at a time, as their timeouts assume a quiet machine.
 pytest -m "not slow" -n auto --dist loadfile "$@"
 pytest -m slow --durations=15 "$@"
-# The second pass runs every test again on the twins but those marked slow: the sanitizer fuzz of
+# The second pass runs the tests again on the twins but those marked slow (the sanitizer fuzz of
 # the C kernels, and the crash, durability and fixture sweeps whose subject is the log and the
-# processes around it, which reach the kernels through code the first pass already covers.
-KAFKALOG_PUREPYTHON=1 pytest -m "not slow" -n auto --dist loadfile "$@"
+# processes around it) and those of the wire protocol, the broker and Spark's plumbing
+# (tests/protocol, tests/server, tests/spark): they reach the kernels through the format, log,
+# dataset and Arrow code whose own tests this pass runs.
+KAFKALOG_PUREPYTHON=1 pytest -m "not slow" -n auto --dist loadfile \
+    --ignore=tests/protocol --ignore=tests/server --ignore=tests/spark "$@"
