@@ -3,12 +3,15 @@
 By default a dry run: it prints what a broker starting on these files would truncate, rebuild
 and delete (:mod:`kafkalog.log.partition.recovery_plan`), and changes nothing. ``--apply`` does it,
 under the data directory's ``.lock``, with kafkalog's loader: what Kafka deletes is moved to each
-partition's ``kafkalog-quarantine/`` folder instead, with a NOTE.txt saying why.
+partition's ``kafkalog-quarantine/`` folder instead, with a NOTE.txt saying why. Its report is the
+same plan, but what re-checking segments found (cuts, dropped segments, the log end) comes from
+the recovery's own walk of them: the segments are read once.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -67,37 +70,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 @guarded("recover")
 def run(args: argparse.Namespace) -> int:
-    from ..errors import KafkalogError
-    from ..log.datadir import require_regular_entries
-    from ..log.error_location import locate_in_partition
-    from ..log.partition import plan_recovery
-
     # A data directory's KRaft metadata log is the controller's to recover, as in a broker's
     # LogManager; name its partition directory to recover it.
     refuse_urls([args.path], does="repairs files in place (its dry run plans those repairs)")
     target = resolve_target(args.path, topics=args.topic, internal=False)
-    plans = []
-    total = total_bytes([str(p) for p in target.partitions])
-    with Progress(total, "recover", quiet=args.quiet) as progress:
-        for directory in target.partitions:
-            require_regular_entries(directory)  # a FIFO named like a segment: never opened
-            recovery_point, log_start, clean = partition_offsets(target, directory)
-            try:
-                plan = plan_recovery(
-                    directory,
-                    recovery_point=0 if args.full else recovery_point,
-                    had_clean_shutdown=clean and not args.full,
-                    log_start_offset=log_start,
-                )
-            except KafkalogError as e:
-                raise locate_in_partition(e, directory) from None  # name the file
-            plans.append(plan)
-            progress.advance(total_bytes([str(directory)]))
+    # --apply plans without walking the segments it re-checks: its recovery walks them once,
+    # and what it finds there completes the report (finish_recovery_plan).
+    plans = _plans(target, args, walk=not args.apply)
     dir_actions = _checkpoint_actions(target)
-    problems = any(p.bytes_cut or p.unreadable for p in plans)
     unreadable = [Path(p.directory).name for p in plans if p.unreadable]
     if args.apply and unreadable and not args.full:
         args.apply = False  # report the plan as the dry run it stays
+        plans = _plans(target, args, walk=True)
         report(
             "recover",
             f"not applied: {', '.join(unreadable)} cannot be opened (the end "
@@ -105,7 +89,8 @@ def run(args: argparse.Namespace) -> int:
             f"--full to re-check every segment and cut the log at the damage",
         )
     if args.apply:
-        notes = _apply(target, args)
+        notes = _apply(target, args, plans)
+    problems = any(p.bytes_cut or p.unreadable for p in plans)
     if args.json:
         for action in dir_actions:
             write_json({"type": "action", "partition": None, "applied": args.apply,
@@ -141,6 +126,36 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_PROBLEMS if problems else EXIT_OK
 
 
+def _plans(target: Target, args: argparse.Namespace, *, walk: bool) -> list:
+    """Each partition's recovery plan (with ``walk``: the segments to re-check walked, as a dry
+    run reports them; a progress bar over their bytes)."""
+    from ..errors import KafkalogError
+    from ..log.datadir import require_regular_entries
+    from ..log.error_location import locate_in_partition
+    from ..log.partition import plan_recovery
+
+    plans = []
+    total = total_bytes([str(p) for p in target.partitions]) if walk else 0
+    with Progress(total, "recover", quiet=args.quiet or not walk) as progress:
+        for directory in target.partitions:
+            require_regular_entries(directory)  # a FIFO named like a segment: never opened
+            recovery_point, log_start, clean = partition_offsets(target, directory)
+            try:
+                plan = plan_recovery(
+                    directory,
+                    recovery_point=0 if args.full else recovery_point,
+                    had_clean_shutdown=clean and not args.full,
+                    log_start_offset=log_start,
+                    walk=walk,
+                )
+            except KafkalogError as e:
+                raise locate_in_partition(e, directory) from None  # name the file
+            plans.append(plan)
+            if walk:
+                progress.advance(total_bytes([str(directory)]))
+    return plans
+
+
 def _checkpoint_actions(target: Target) -> list:
     """The data directory's malformed offset checkpoints, rewritten by --apply."""
     from ..log.partition import REWRITE_CHECKPOINT, RecoveryAction
@@ -151,23 +166,40 @@ def _checkpoint_actions(target: Target) -> list:
     ]
 
 
-def _apply(target: Target, args: argparse.Namespace) -> list[tuple[str, str]]:
-    """Recover; what the loader did, and where it put what it took out, per partition."""
-    from ..log.partition import describe_epochs, rebuild_leader_epoch_checkpoint
+def _apply(target: Target, args: argparse.Namespace, plans: list) -> list[tuple[str, str]]:
+    """Recover; what the loader did, and where it put what it took out, per partition. The
+    plans (made without walking what recovery re-checks) are completed with what the
+    recovery's own walks found."""
+    from ..log.partition import (
+        describe_epochs,
+        finish_recovery_plan,
+        rebuild_leader_epoch_checkpoint,
+    )
 
     before = _quarantines(target)
     notes: list[tuple[str, str]] = []
+    ends: dict[str, int] = {}
+    found: dict[str, object] = {}  # what each partition's recovery recorded, by real path
 
     def repair(directory: Path) -> None:
+        progress.advance(total_bytes([str(directory)]))
         # Opening fails on a malformed leader-epoch-checkpoint: rebuild it first.
         entries, moved = rebuild_leader_epoch_checkpoint(directory)
         if moved is not None:
             notes.append((directory.name, f"leader-epoch-checkpoint rebuilt from the batches: "
                                           f"{describe_epochs(entries)}"))  # fmt: skip
 
-    with open_logs(target, writable=True, full_recovery=args.full, prepare=repair) as logs:
-        for entry in logs:
-            notes.extend((entry.directory.name, note) for note in entry.log.load_notes)
+    total = total_bytes([str(p) for p in target.partitions])
+    with Progress(total, "recover", quiet=args.quiet) as progress:
+        with open_logs(target, writable=True, full_recovery=args.full, prepare=repair) as logs:
+            for entry in logs:
+                notes.extend((entry.directory.name, note) for note in entry.log.load_notes)
+                key = os.path.realpath(entry.directory)
+                ends[key] = entry.log.log_end_offset
+                found[key] = entry.log.recovery_record
+    for plan in plans:
+        key = os.path.realpath(plan.directory)
+        finish_recovery_plan(plan, found.get(key), ends.get(key))
     for folder in sorted(_quarantines(target) - before):
         notes.append((folder.parent.parent.name, f"what was taken out is kept in {folder}"))
     return notes

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import operator
 
-ABI_VERSION = 13
+ABI_VERSION = 14
 
 # -- output slots (sink arrays, in this order) ---------------------------------------------------
 OFFSET = 0  # int64[R]
@@ -177,6 +177,15 @@ PLAN_BYTES = 2  # size of its (uncompressed) records section
 PLAN_FIRST_TS = 3  # first record's timestamp: the batch's baseTimestamp
 PLAN_MAX_TS = 4  # its max timestamp
 PLAN_WIDTH = 5
+
+# -- valid_prefix_run (the valid-prefix walk of kafkalog.log.segment.valid_prefix, a window at a
+# time): statuses, and the int64 columns of a row per accepted batch (positions in the window)
+VP_END = 0  # a partial entry or the end of the window at pos
+VP_STOP = 1  # the entry at pos is for the walk to judge (legacy, a marker, or a rule broken)
+VP_FULL = 2  # out is full before the entry at pos
+VP_POSITION, VP_SIZE, VP_BASE_OFFSET, VP_LAST_OFFSET = 0, 1, 2, 3
+VP_MAX_TIMESTAMP, VP_LEADER_EPOCH, VP_PRODUCER_ID = 4, 5, 6
+VP_WIDTH = 7
 
 # -- decode_records_v2's batch fields, out of a v2 header unpacked whole (constants.BATCH_HEADER):
 # count, base offset, base and max timestamps, attributes, base sequence, producer id and epoch,

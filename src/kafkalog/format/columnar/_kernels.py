@@ -36,6 +36,7 @@ KERNEL_FUNCTIONS = (
     "validate_records_v2",
     "lz4_blocks",
     "dump_lines",
+    "valid_prefix_run",
 )
 
 FORCED_PURE = os.environ.get("KAFKALOG_PUREPYTHON", "") not in ("", "0")

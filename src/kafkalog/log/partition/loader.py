@@ -54,14 +54,17 @@ from ..datadir import (
     require_regular_entries,
 )
 from ..producer import ProducerStateManager
-from ..segment import LogSegment
+from ..segment import LogSegment, RecoveryScan, ValidPrefix, records_from
 from ..storage import RemotePath, as_path, is_remote
 from ..storage.remote_storage import missing_object
 from .config import LogConfig
 from .quarantine import Quarantine
 
 __all__ = [
+    "DroppedSegment",
     "LoadResult",
+    "RecoveryRecord",
+    "SegmentRecovery",
     "check_indexes",
     "classify_leftovers",
     "leftover_reason",
@@ -87,6 +90,38 @@ class LoadResult:
     # a last segment whose end could not be read).
     recovered: bool = False
     next_offset: int | None = None  # the log end offset, when loading read it
+    # What a writable loading's recovery re-checked, cut and dropped (None: read-only).
+    record: RecoveryRecord | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentRecovery:
+    """A segment recovery re-checked: what its walk kept of the ``.log`` at ``path`` and why
+    the rest went (:class:`~kafkalog.log.segment.ValidPrefix`, sizes as before the cut)."""
+
+    path: Path
+    base_offset: int
+    prefix: ValidPrefix
+
+
+@dataclass(frozen=True, slots=True)
+class DroppedSegment:
+    """A segment that left the log after a cut in the segment based at ``after``: its files as
+    they were moved to the quarantine (path, bytes), and the records its batches held."""
+
+    base_offset: int
+    after: int
+    files: tuple[tuple[Path, int], ...]
+    records: int
+    records_exact: bool
+
+
+@dataclass(slots=True)
+class RecoveryRecord:
+    """What one writable loading of a partition directory recovered, cut and dropped."""
+
+    recovered: list[SegmentRecovery] = field(default_factory=list)
+    dropped: list[DroppedSegment] = field(default_factory=list)
 
 
 def _files(directory: Path) -> list[Path]:
@@ -149,6 +184,7 @@ def load_segments(
         return LoadResult(open_remote_segments(as_path(directory), config, clock))
     directory = Path(directory)
     notes: list[str] = []
+    record = RecoveryRecord() if writable else None
     quarantine = Quarantine(directory, clock_ms=clock.milliseconds()) if writable else None
     deleted, cleaned, invalid_swaps, valid_swaps = classify_leftovers(directory)
     for path in deleted + cleaned + invalid_swaps:
@@ -224,7 +260,7 @@ def load_segments(
                 rebuilt_state = True
                 cut = _recover_segment(
                     directory, clock, list(segments.values()), segment, log_start_offset,
-                    quarantine, notes, None,
+                    quarantine, notes, None, record,
                 )  # fmt: skip
                 if cut and first_cut is None:
                     first_cut = base
@@ -240,7 +276,7 @@ def load_segments(
     if first_cut is not None:
         # The log ends in that segment now: what follows would leave a gap in the offsets.
         at = next(i for i, s in enumerate(ordered) if s.base_offset == first_cut)
-        _drop_after(ordered, at, quarantine)
+        _drop_after(ordered, at, quarantine, record)
         ordered = [s for s in ordered if not s.dropped]
 
     cut = 0
@@ -276,6 +312,7 @@ def load_segments(
             directory,
             clock,
             log_start_offset,
+            record,
         )
         ordered = [s for s in ordered if not s.dropped]
         next_offset = None
@@ -290,7 +327,9 @@ def load_segments(
             state, ordered, max(log_start_offset, ordered[0].base_offset), end,
             reload_from_clean_shutdown=had_clean_shutdown,
         )  # fmt: skip
-    return LoadResult(ordered, notes, cut, recovered=unclean, next_offset=next_offset)
+    return LoadResult(
+        ordered, notes, cut, recovered=unclean, next_offset=next_offset, record=record
+    )
 
 
 def open_remote_log(
@@ -349,7 +388,11 @@ def _next_base(bases: list[int], base: int) -> int | None:
     return bases[i] if i < len(bases) else None
 
 
-def _recover(segment: LogSegment, quarantine, notes, producer_state, leader_epoch_cache) -> int:
+def _recover(
+    segment: LogSegment, quarantine, notes, producer_state, leader_epoch_cache, scan, record
+) -> int:
+    prefix: list[ValidPrefix] = []
+
     def keep_tail(valid_bytes: int) -> None:
         size = segment.log.file_size()
         data = segment.log.read(valid_bytes, size - valid_bytes)
@@ -358,15 +401,20 @@ def _recover(segment: LogSegment, quarantine, notes, producer_state, leader_epoc
         else:
             why = "a torn or corrupt batch and everything after it (failed CRC or framing)"
         quarantine.save_bytes(os.path.basename(segment.log.path), valid_bytes, data, why)
+        if record is not None:
+            prefix.append(scan.walk.prefix(tail=data))
 
-    cut = segment.recover(producer_state, leader_epoch_cache, before_truncate=keep_tail)
+    cut = segment.recover(producer_state, leader_epoch_cache, before_truncate=keep_tail, scan=scan)
     if cut:
         notes.append(f"{os.path.basename(segment.log.path)}: recovery cut {cut} bytes")
+    if record is not None:
+        kept = prefix[0] if prefix else scan.walk.prefix(tail=b"")
+        record.recovered.append(SegmentRecovery(Path(segment.log.path), segment.base_offset, kept))
     return cut
 
 
 def _recover_from(
-    segments, recovery_point, quarantine, notes, epochs, directory, clock, log_start_offset
+    segments, recovery_point, quarantine, notes, epochs, directory, clock, log_start_offset, record
 ) -> int:
     """Recover every segment that may hold data written after the recovery point (Kafka's
     LogLoader.recoverLog), each with :func:`_recover_segment`."""
@@ -380,11 +428,12 @@ def _recover_from(
     for i in range(start, len(segments)):
         segment = segments[i]
         cut = _recover_segment(
-            directory, clock, segments, segment, log_start_offset, quarantine, notes, epochs
-        )
+            directory, clock, segments, segment, log_start_offset, quarantine, notes, epochs,
+            record,
+        )  # fmt: skip
         total += cut
         if cut:
-            _drop_after(segments, i, quarantine)
+            _drop_after(segments, i, quarantine, record)
             break
     return total
 
@@ -400,17 +449,20 @@ def _producer_state(directory, clock, quarantine) -> ProducerStateManager:
 
 
 def _recover_segment(
-    directory, clock, segments, segment, log_start_offset, quarantine, notes, epochs
+    directory, clock, segments, segment, log_start_offset, quarantine, notes, epochs, record=None
 ) -> int:
     """Kafka's LogLoader.recoverSegment: a fresh producer state rebuilt up to the segment's base
     offset (:func:`rebuild_producer_state`: snapshots above it deleted, the newest one at or
     below it reloaded without the producers expired by now, the batches after it replayed), the
     segment recovered with it (aborted transactions to the ``.txnindex``), then a snapshot taken
     at the segment's new end. ``segments`` are the log's segments as Kafka's recovery sees them
-    (for the snapshots it takes at the last two segments' bases). Returns the bytes cut."""
+    (for the snapshots it takes at the last two segments' bases). The segment's walk comes
+    first (:meth:`LogSegment.recovery_scan`): a marker producer state cannot take stops the
+    recovery there, before the snapshots change. Returns the bytes cut."""
+    scan: RecoveryScan = segment.recovery_scan()
     state = _producer_state(directory, clock, quarantine)
     rebuild_producer_state(state, segments, log_start_offset, segment.base_offset)
-    cut = _recover(segment, quarantine, notes, state, epochs)
+    cut = _recover(segment, quarantine, notes, state, epochs, scan, record)
     state.take_snapshot()
     return cut
 
@@ -468,10 +520,12 @@ def rebuild_producer_state(
     state.take_snapshot()
 
 
-def _drop_after(segments: list[LogSegment], i: int, quarantine) -> None:
+def _drop_after(segments: list[LogSegment], i: int, quarantine, record=None) -> None:
     """Move every segment after ``segments[i]``, which recovery cut, to the quarantine."""
     for later in segments[i + 1 :]:
+        records, exact = records_from(later, later.log.start) if record is not None else (0, True)
         later.close()
+        moved = []
         for path in (
             later.log.path,
             later.offset_index_path,
@@ -479,7 +533,14 @@ def _drop_after(segments: list[LogSegment], i: int, quarantine) -> None:
             later.txn_index.file,
         ):
             if os.path.exists(path):
+                size = os.path.getsize(path)
                 quarantine.move_file(
                     path, f"after a corrupt batch in segment {segments[i].base_offset}"
                 )
+                moved.append((Path(path), size))
         later.dropped = True
+        if record is not None:
+            record.dropped.append(
+                DroppedSegment(later.base_offset, segments[i].base_offset, tuple(moved), records,
+                               exact)
+            )  # fmt: skip

@@ -35,7 +35,7 @@ from ..segment import (
 )
 from .config import LogConfig
 from .leader_epoch import LeaderEpochFileCache
-from .loader import load_segments
+from .loader import RecoveryRecord, load_segments
 
 __all__ = [
     "EARLIEST_TIMESTAMP",
@@ -163,6 +163,8 @@ class Log:
         self.unsynced_snapshots: list[Path] = []
         self.closed = False
         self.load_notes: list[str] = []
+        # What this opening's recovery re-checked, cut and dropped (writable openings).
+        self.recovery_record: RecoveryRecord | None = None
         self.leader_epoch_cache = LeaderEpochFileCache(directory, writable=writable)
         self._producer_state: ProducerStateManager | None = None
         self._log_end_offset = 0
@@ -204,6 +206,7 @@ class Log:
         )  # fmt: skip
         log.segments = loaded.segments
         log.load_notes = loaded.notes
+        log.recovery_record = loaded.record
         if not log.segments and writable:
             log.segments = [
                 LogSegment.open(directory, log_start_offset, log.config, log.clock,

@@ -25,7 +25,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ...errors import CorruptIndexError, CorruptRecordError, KafkalogError
+from ...errors import CorruptIndexError, CorruptRecordError
 from ..clock import SystemClock
 from ..datadir import (
     INDEX_FILE_SUFFIX,
@@ -41,10 +41,19 @@ from ..datadir import (
     time_index_file,
 )
 from ..json_fields import json_fields
-from ..segment import LogSegment, OffsetIndex, TimeIndex, TransactionIndex, ValidPrefixWalk
+from ..segment import (
+    LogSegment,
+    OffsetIndex,
+    TimeIndex,
+    TransactionIndex,
+    ValidPrefix,
+    ValidPrefixWalk,
+    records_from,
+    zero_filled,
+)
 from .config import LogConfig
 from .leader_epoch_repair import describe_epochs, leader_epoch_problem, rebuilt_leader_epochs
-from .loader import classify_leftovers, leftover_reason
+from .loader import RecoveryRecord, classify_leftovers, leftover_reason
 
 __all__ = [
     "DROP_SEGMENT",
@@ -59,6 +68,7 @@ __all__ = [
     "PartitionRecoveryPlan",
     "RecoveryAction",
     "ValidPrefix",
+    "finish_recovery_plan",
     "plan_recovery",
     "records_from",
     "segment_index_problem",
@@ -110,6 +120,10 @@ class PartitionRecoveryPlan:
     actions: list[RecoveryAction] = field(default_factory=list)
     recovered_from: int | None = None  # base offset from which segments are re-checked
     log_end_offset: int | None = None  # after recovery (None: no segment)
+    # False: planned without walking the segments recovery re-checks (``walk=False``); what
+    # their walks find comes from the recovery itself (:func:`finish_recovery_plan`).
+    complete: bool = True
+    leader_epochs: list = field(default_factory=list, repr=False)  # the checkpoint's, before
 
     @property
     def changes(self) -> bool:
@@ -131,55 +145,13 @@ class PartitionRecoveryPlan:
         self.actions.append(RecoveryAction(action=action, path=str(path), reason=reason, **where))
 
 
-@dataclass(frozen=True, slots=True)
-class ValidPrefix:
-    """How much of a segment recovery keeps: ``valid_bytes`` of ``size``."""
-
-    valid_bytes: int
-    size: int
-    next_offset: int | None  # after the last valid batch (None: no valid batch)
-    reason: str | None  # why the rest goes (None: nothing goes)
-    first_bad_offset: int | None = None
-    records_cut: int = 0  # records in the bytes that go (see records_from)
-    records_cut_exact: bool = True
-
-
 def segment_valid_prefix(segment: LogSegment) -> ValidPrefix:
     """The bytes LogSegment.recover keeps, read-only (:class:`.valid_prefix.ValidPrefixWalk`,
     the walk recovery itself takes), and why the rest goes."""
     walk = ValidPrefixWalk(segment)
-    for _ in walk:
+    for _ in walk.runs():
         pass
-    valid, reason, bad_offset = walk.valid_bytes, walk.reason, walk.bad_offset
-    size = segment.log.size_in_bytes()
-    if bad_offset is None and valid < size and zero_filled(segment, valid, size):
-        reason = "a zero-filled tail (preallocated space not written before a crash)"
-    next_offset = None if walk.last_offset is None else walk.last_offset + 1
-    if valid >= size:
-        return ValidPrefix(valid, size, next_offset, None, bad_offset)
-    records, exact = records_from(segment, segment.log.start + valid)
-    return ValidPrefix(valid, size, next_offset, reason, bad_offset, records, exact)
-
-
-def records_from(segment: LogSegment, position: int) -> tuple[int, bool]:
-    """(records, complete): how many records the batches from ``position`` to the end of the
-    segment hold, by their headers (CRCs not checked: a cut takes them whatever they hold);
-    ``complete`` is False when the framing breaks first (then more may be lost than counted)."""
-    count = 0
-    try:
-        for batch in segment.log.batches(position):
-            count += batch.count
-    except KafkalogError:
-        return count, False
-    return count, True
-
-
-def zero_filled(segment: LogSegment, start: int, end: int) -> bool:
-    """Whether the segment's bytes ``start..end`` are all zeros (read 1 MiB at a time)."""
-    for position in range(start, end, 1 << 20):
-        if segment.log.read(position, min(end - position, 1 << 20)).strip(b"\0"):
-            return False
-    return True
+    return walk.prefix()
 
 
 def plan_recovery(
@@ -189,13 +161,22 @@ def plan_recovery(
     had_clean_shutdown: bool = True,
     log_start_offset: int = 0,
     config: LogConfig | None = None,
+    walk: bool = True,
 ) -> PartitionRecoveryPlan:
     """What :func:`kafkalog.log.partition.loader.load_segments` with ``writable=True`` would do to
-    ``directory``, with the same arguments; reads only."""
+    ``directory``, with the same arguments; reads only.
+
+    ``walk=False`` (for a recovery about to run, whose own walk says the rest): the segments
+    recovery re-checks are listed but not walked, so the plan names no cut, no dropped segment,
+    no log end and no leader epochs trimmed (``complete`` is False) until
+    :func:`finish_recovery_plan` adds what the recovery found. A malformed leader-epoch-checkpoint
+    is planned with the walks still (its rebuild is described from the batches)."""
     directory = Path(directory)
     config = config or LogConfig()
     clock = SystemClock()
-    plan = PartitionRecoveryPlan(str(directory))
+    if not walk and leader_epoch_problem(directory) is not None:
+        walk = True
+    plan = PartitionRecoveryPlan(str(directory), complete=walk)
 
     deleted, cleaned, invalid_swaps, valid_swaps = classify_leftovers(directory)
     for path in deleted + cleaned + invalid_swaps:
@@ -262,6 +243,8 @@ def plan_recovery(
             ends[base] = None
             continue
         plan.add(REBUILD_INDEXES, path, rebuild_reason, offset=base)
+        if not walk:
+            continue  # what the walk finds: finish_recovery_plan
         with _open(directory, base, config, clock, "") as segment:
             prefix = segment_valid_prefix(segment)
         ends[base] = prefix.next_offset if prefix.next_offset is not None else base
@@ -287,9 +270,12 @@ def plan_recovery(
                     records_exact=exact,
                 )
         bases = bases[: cut_at + 1]
-    plan.log_end_offset = _log_end(
-        plan, directory, bases, ends, logs, config, clock, log_start_offset
-    )
+    rechecked = {a.offset for a in plan.actions if a.action == REBUILD_INDEXES}
+    if walk or (bases and bases[-1] not in rechecked):
+        # Without the walks: only whether the end can be read (the recovery sets the end).
+        plan.log_end_offset = _log_end(
+            plan, directory, bases, ends, logs, config, clock, log_start_offset, walk
+        )
     if had_clean_shutdown and plan.unreadable:
         # The loader recovers such a partition as after an unclean shutdown (Kafka's startup
         # fails on it instead): the plan is that recovery's, after the finding.
@@ -299,27 +285,82 @@ def plan_recovery(
             had_clean_shutdown=False,
             log_start_offset=log_start_offset,
             config=config,
+            walk=walk,
         )
         recovered.actions[:0] = [a for a in plan.actions if a.action == UNREADABLE_END]
         return recovered
-    _plan_leader_epochs(directory, plan)
+    if walk or not rechecked:
+        plan.complete = True  # nothing left for a recovery's walk to say
+        _plan_leader_epochs(directory, plan)
+    else:
+        plan.log_end_offset = None
+        path = directory / LEADER_EPOCH_CHECKPOINT
+        plan.leader_epochs = read_leader_epoch_checkpoint(path) if path.exists() else []
     return plan
+
+
+def finish_recovery_plan(
+    plan: PartitionRecoveryPlan, record: RecoveryRecord | None, log_end_offset: int | None
+) -> None:
+    """Complete a plan made with ``walk=False`` with what the recovery that followed found
+    (``record``: the opened :class:`~.log.Log`'s ``recovery_record``) and the log end
+    offset it left: the cuts, with their reasons and the records they took, the segments
+    dropped after a cut (instead of their re-checks), and the leader epochs trimmed."""
+    if plan.complete:
+        return
+    record = record or RecoveryRecord()
+    dropped = {d.base_offset for d in record.dropped}
+    plan.actions = [
+        a for a in plan.actions if not (a.action == REBUILD_INDEXES and a.offset in dropped)
+    ]
+    for recovered in record.recovered:
+        prefix = recovered.prefix
+        if prefix.reason is None or recovered.base_offset in dropped:
+            continue  # nothing cut, or the whole segment went after an earlier cut
+        at = next(
+            (i + 1 for i, a in enumerate(plan.actions)
+             if a.action == REBUILD_INDEXES and a.offset == recovered.base_offset),
+            len(plan.actions),
+        )  # fmt: skip
+        plan.actions.insert(at, _truncation(recovered.path, prefix))
+    for segment in record.dropped:
+        for path, size in segment.files:
+            is_log = path.name.endswith(LOG_FILE_SUFFIX)
+            plan.add(
+                DROP_SEGMENT,
+                path,
+                f"after the cut in segment {segment.after}: the log ends there",
+                offset=segment.base_offset,
+                bytes=size if is_log else None,
+                records=segment.records if is_log else None,
+                records_exact=segment.records_exact,
+            )
+    plan.log_end_offset = log_end_offset
+    beyond = [e for e in plan.leader_epochs if log_end_offset is not None
+              and e.start_offset >= log_end_offset]  # fmt: skip
+    if beyond:
+        _trim_epochs(plan, Path(plan.directory) / LEADER_EPOCH_CHECKPOINT, beyond)
+    plan.complete = True
 
 
 def _cut(plan: PartitionRecoveryPlan, path: Path, prefix: ValidPrefix) -> bool:
     if prefix.reason is None:
         return False
-    plan.add(
-        TRUNCATE,
-        path,
-        prefix.reason,
+    plan.actions.append(_truncation(path, prefix))
+    return True
+
+
+def _truncation(path: Path, prefix: ValidPrefix) -> RecoveryAction:
+    return RecoveryAction(
+        action=TRUNCATE,
+        path=str(path),
+        reason=prefix.reason,
         position=prefix.valid_bytes,
         bytes=prefix.size - prefix.valid_bytes,
         offset=prefix.first_bad_offset or prefix.next_offset,
         records=prefix.records_cut,
         records_exact=prefix.records_cut_exact,
     )
-    return True
 
 
 def _segment_files(log: Path) -> list[Path]:
@@ -372,7 +413,9 @@ def segment_index_problem(
     return None
 
 
-def _log_end(plan, directory, bases, ends, logs, config, clock, log_start_offset) -> int | None:
+def _log_end(
+    plan, directory, bases, ends, logs, config, clock, log_start_offset, walk=True
+) -> int | None:
     """The log end offset after recovery. A last segment recovery does not re-check is read as
     opening reads it: to its last complete batch, which fails on corrupt framing."""
     if not bases:
@@ -385,8 +428,7 @@ def _log_end(plan, directory, bases, ends, logs, config, clock, log_start_offset
         try:
             next_offset = segment.read_next_offset()
         except CorruptRecordError as e:
-            prefix = segment_valid_prefix(segment)
-            next_offset = prefix.next_offset
+            next_offset = segment_valid_prefix(segment).next_offset if walk else None
             plan.add(
                 UNREADABLE_END,
                 segment.log.path,
@@ -417,13 +459,17 @@ def _plan_leader_epochs(directory: Path, plan: PartitionRecoveryPlan) -> None:
     entries = read_leader_epoch_checkpoint(path)
     beyond = [e for e in entries if e.start_offset >= plan.log_end_offset]
     if beyond:
-        epochs = ", ".join(f"{e.epoch}@{e.start_offset}" for e in beyond)
-        plan.add(
-            TRIM_LEADER_EPOCHS,
-            path,
-            f"epochs starting at or past the new log end offset {plan.log_end_offset} go: {epochs}",
-            offset=plan.log_end_offset,
-        )
+        _trim_epochs(plan, path, beyond)
+
+
+def _trim_epochs(plan: PartitionRecoveryPlan, path: Path, beyond: list) -> None:
+    epochs = ", ".join(f"{e.epoch}@{e.start_offset}" for e in beyond)
+    plan.add(
+        TRIM_LEADER_EPOCHS,
+        path,
+        f"epochs starting at or past the new log end offset {plan.log_end_offset} go: {epochs}",
+        offset=plan.log_end_offset,
+    )
 
 
 class _open:

@@ -14,11 +14,12 @@ if TYPE_CHECKING:
     from .file_records import FileRecords, PinnedDescriptor, TimestampAndOffset
     from .log_segment import FetchDataInfo, LogOffsetMetadata, LogSegment, RollParams
     from .offset_index import OffsetIndex, OffsetPosition
+    from .recovery_scan import RecoveryScan
     from .remote_records import RemoteRecords
     from .remote_segments import open_remote_segments
     from .time_index import TimeIndex
     from .txn_index import ENTRY_SIZE, AbortedTxn, TransactionIndex
-    from .valid_prefix import ValidPrefixWalk
+    from .valid_prefix import ValidPrefix, ValidPrefixWalk, records_from, zero_filled
 
 # What the code outside imports from here, and the module that defines it (loaded on first use).
 _EXPORTS = {
@@ -37,7 +38,11 @@ _EXPORTS = {
     "TimeIndex": "time_index",
     "TimestampAndOffset": "file_records",
     "TransactionIndex": "txn_index",
+    "RecoveryScan": "recovery_scan",
+    "ValidPrefix": "valid_prefix",
     "ValidPrefixWalk": "valid_prefix",
+    "records_from": "valid_prefix",
+    "zero_filled": "valid_prefix",
     "configured_capacity": "file_cache",
     "default_cache": "file_cache",
     "keys_and_offsets": "fields",
@@ -56,20 +61,24 @@ __all__ = [
     "OffsetIndex",
     "OffsetPosition",
     "PinnedDescriptor",
+    "RecoveryScan",
     "RemoteRecords",
     "RollParams",
     "SegmentWalk",
     "TimeIndex",
     "TimestampAndOffset",
     "TransactionIndex",
+    "ValidPrefix",
     "ValidPrefixWalk",
     "configured_capacity",
     "default_cache",
     "keys_and_offsets",
     "open_remote_segments",
     "record_fields",
+    "records_from",
     "walk_append",
     "walk_validated",
+    "zero_filled",
 ]
 
 __getattr__ = lazy_exports(__name__, _EXPORTS)

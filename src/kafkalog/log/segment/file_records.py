@@ -24,7 +24,6 @@ from dataclasses import dataclass
 
 from ...errors import CorruptRecordError, KafkalogError
 from ...format import DEFAULT_MAX_DECOMPRESSED_SIZE, Batch, RecordBatch, iter_batches
-from ...format.columnar import v2_record_columns
 from ...format.constants import (
     HEADER_SIZE_UP_TO_MAGIC,
     LOG_OVERHEAD,
@@ -269,6 +268,32 @@ class FileRecords(ClosedOnExit):
             )
         return data
 
+    def read_into(self, position: int, buffer: bytearray) -> int:
+        """Fill ``buffer`` with the bytes from file ``position`` (fewer at the end of the
+        window); how many. A walk a window at a time reuses one buffer instead of a new one per
+        read."""
+        size = max(0, min(len(buffer), self.end - position))
+        view = memoryview(buffer)[:size]
+        got = 0
+        while got < size:
+            n = self._pread_into(view[got:], position + got)
+            if n <= 0:
+                raise KafkalogError(
+                    f"short read: {got} of {size} bytes at position {position}",
+                    position=position,
+                    path=self.path,
+                )
+            got += n
+        return size
+
+    def _pread_into(self, view: memoryview, position: int) -> int:
+        f = self._file
+        fd = f.acquire()
+        try:
+            return os.preadv(fd, [view], position)
+        finally:
+            f.release()
+
     def batches(
         self, start_position: int | None = None, *, chunk_size: int = DEFAULT_READ_CHUNK
     ) -> Iterator[Batch]:
@@ -480,6 +505,8 @@ def _first_record_from(batch: Batch, timestamp: int, offset: int) -> TimestampAn
     object per record: a 1 MB batch holds thousands); others, or one the kernels find malformed
     (whose error the record-at-a-time decoder then raises), record by record."""
     if isinstance(batch, RecordBatch) and not batch.is_compressed:
+        from ...format.columnar import v2_record_columns  # Arrow's import only when searched
+
         columns = v2_record_columns(batch.buffer, batch.count)
         if columns is not None:
             stamps, offsets = columns.timestamps, columns.offsets

@@ -42,9 +42,10 @@ from ..producer import CompletedTxn
 from ..storage import as_path
 from .file_records import FileRecords, LogOffsetPosition, PinnedDescriptor, TimestampAndOffset
 from .offset_index import OffsetIndex, OffsetPosition
+from .recovery_scan import RecoveryScan, scan_for_recovery
 from .time_index import TimeIndex, TimestampOffset
 from .txn_index import AbortedTxn, TransactionIndex, TxnIndexSearchResult
-from .valid_prefix import ValidPrefixWalk, marker_error
+from .valid_prefix import marker_error
 
 __all__ = ["FetchDataInfo", "LogOffsetMetadata", "LogSegment", "RollParams"]
 
@@ -481,51 +482,55 @@ class LogSegment:
         self.time_index.trim_to_valid_size()
 
     # -- recovery and truncation -------------------------------------------------------------------
+    def recovery_scan(self) -> RecoveryScan:
+        """The read-only walk :meth:`recover` applies (:mod:`.recovery_scan`): a caller that
+        must know the segment recovers (no marker producer state cannot take) before it changes
+        other files takes it first and hands it to :meth:`recover`."""
+        return scan_for_recovery(self, self.index_interval_bytes)
+
     def recover(
         self,
         producer_state=None,
         leader_epoch_cache=None,
         *,
         before_truncate: Callable[[int], None] | None = None,
+        scan: RecoveryScan | None = None,
     ) -> int:
         """Rebuild the indexes from the log, cut it at the first invalid batch; bytes cut.
 
         ``producer_state`` (a ProducerStateManager) and ``leader_epoch_cache`` are brought up to
         date with every valid batch, and aborted transactions go to the transaction index.
+        ``scan``: this segment's :meth:`recovery_scan`, when the caller took it (else taken
+        here, before anything is written).
         """
+        if scan is None:
+            scan = self.recovery_scan()
         self.offset_index.reset()
         self.time_index.reset()
         self.txn_index.reset()
-        valid_bytes = 0
-        last_index_entry = 0
-        max_so_far = _UNKNOWN
         self._max_so_far = _UNKNOWN
-        for batch in ValidPrefixWalk(self):  # up to the first invalid batch: the rest is cut
-            if batch.max_timestamp > max_so_far.timestamp:
-                max_so_far = TimestampOffset(
-                    timestamp=batch.max_timestamp, offset=batch.last_offset
-                )
-            if valid_bytes - last_index_entry > self.index_interval_bytes:
-                self.offset_index.append(batch.last_offset, valid_bytes)
-                self.time_index.maybe_append(max_so_far.timestamp, max_so_far.offset)
-                last_index_entry = valid_bytes
-            valid_bytes += batch.size_in_bytes
-            if batch.magic >= 2:
-                epoch = batch.partition_leader_epoch
-                if leader_epoch_cache is not None and epoch >= 0:
-                    latest = leader_epoch_cache.latest_epoch()
-                    if latest is None or epoch > latest:
-                        leader_epoch_cache.assign(epoch, batch.base_offset)
-                if producer_state is not None:
-                    try:
-                        completed = producer_state.replay_batch(batch)
-                    except (CorruptRecordError, InvalidRecordError) as e:
-                        if batch.is_control:
-                            raise marker_error(e, batch, str(self.log.path)) from None
-                        raise e.located(path=str(self.log.path), position=batch.position) from None
-                    if completed is not None:
-                        self.update_txn_index(*completed)
+        self.offset_index.append_all(scan.offset_entries)
+        self.time_index.maybe_append_all(scan.time_entries)
+        if leader_epoch_cache is not None:
+            for epoch, base_offset in scan.epochs:
+                latest = leader_epoch_cache.latest_epoch()
+                if latest is None or epoch > latest:
+                    leader_epoch_cache.assign(epoch, base_offset)
+        if producer_state is not None:
+            for batch in scan.to_replay():
+                try:
+                    completed = producer_state.replay_batch(batch)
+                except (CorruptRecordError, InvalidRecordError) as e:
+                    if batch.is_control:
+                        raise marker_error(e, batch, str(self.log.path)) from None
+                    raise e.located(path=str(self.log.path), position=batch.position) from None
+                if completed is not None:
+                    self.update_txn_index(*completed)
+            if scan.last_v2_offset is not None:
+                producer_state.update_map_end_offset(scan.last_v2_offset + 1)
+        max_so_far = scan.max_so_far
         self._max_so_far = max_so_far
+        valid_bytes = scan.valid_bytes
         truncated = self.log.size_in_bytes() - valid_bytes
         if truncated and before_truncate is not None:
             before_truncate(valid_bytes)  # a chance to keep the bytes about to be cut

@@ -13,6 +13,7 @@ log, so :meth:`OffsetIndex.sanity_check` only catches what would make lookups wr
 
 from __future__ import annotations
 
+import operator
 import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -128,11 +129,35 @@ class OffsetIndex(AbstractIndex):
         """
         self.append_all(((offset, position),))
 
+    def _all_valid(self, entries: list[tuple[int, int]]) -> bool:
+        """Whether every entry passes :meth:`append_all`'s checks (else it checks one by one,
+        raising at the first that does not)."""
+        n = self._entries
+        if n + len(entries) > self._max_entries:
+            return False
+        offsets = [offset for offset, _ in entries]
+        positions = [position for _, position in entries]
+        if n != 0 and offsets[0] <= self._last_offset:
+            return False
+        if not all(map(operator.lt, offsets, offsets[1:])):
+            return False
+        base = self._base_offset
+        if not (offsets[0] - base >= 0 and offsets[-1] - base <= _INT32_MAX):
+            return False
+        return min(positions) >= 0 and max(positions) <= _INT32_MAX
+
     def append_all(self, entries: Iterable[tuple[int, int]]) -> None:
         """:meth:`append` each (offset, position) in order, written with one call. On an invalid
         entry the ones before it are kept and the error raised."""
         with self._lock:
             self._check_writable("append to")
+            if isinstance(entries, list) and len(entries) > 1 and self._all_valid(entries):
+                # Many at once (a rebuild): checked as a whole, packed in one call.
+                base = self._base_offset
+                flat = [v for offset, position in entries for v in (offset - base, position)]
+                self._write_entries(struct.pack(f">{len(flat)}i", *flat))
+                self._last_offset = entries[-1][0]
+                return
             packed, pack = bytearray(), _ENTRY.pack
             entries_before, last = self._entries, self._last_offset
             try:

@@ -1,7 +1,8 @@
 """A segment's ``.log`` in object storage: :class:`FileRecords` read by byte ranges.
 
-``FileRecords(url)`` makes one: every read of FileRecords goes through ``_pread`` and its size
-through ``_fstat_size``, so those two are all that differ (a ranged read of the object, its
+``FileRecords(url)`` makes one: every read of FileRecords goes through ``_pread`` (or
+``_pread_into``, a read into a buffer) and its size through ``_fstat_size``, so those are all
+that differ (a ranged read of the object, its
 size from the listing), with ``_open_file``, which refuses to write. Nothing is written: no
 appends, truncation, renames or fsyncs.
 """
@@ -36,6 +37,11 @@ class RemoteRecords(FileRecords):
 
     def _pread(self, size: int, position: int) -> bytes:
         return self._file.read_at(size, position)
+
+    def _pread_into(self, view: memoryview, position: int) -> int:
+        data = self._pread(len(view), position)
+        view[: len(data)] = data
+        return len(data)
 
     def _fstat_size(self) -> int:
         return self._file.size()

@@ -47,6 +47,7 @@ __all__ = [
     "header_columns",
     "int64_column",
     "lz4_blocks",
+    "valid_prefix_run",
     "validate_records_v2",
 ]
 
@@ -850,3 +851,58 @@ def dump_lines(offsets, ts_types, timestamps, key_sizes, value_sizes, sequences,
         marks.append(len(out))
     memoryview(ends).cast("B").cast("q")[:] = array("q", marks)
     return bytes(out)
+
+
+def valid_prefix_run(buf, pos, end, segment_base, prev_last, has_prev, out):
+    """The magic 2 batches of ``buf[pos:end]`` the valid-prefix walk keeps, one row of
+    ``VP_WIDTH`` int64s each in ``out``, up to the first entry it must judge itself (the compiled
+    twin's contract: :mod:`.._kernel_abi`, ``VP_*``). The rule's own functions decide here."""
+    from ....errors import CorruptRecordError
+    from ...batch import RecordBatch
+    from ...entries import frame_entry
+    from ...offsets_rule import check_entry_offsets
+
+    view = memoryview(buf).cast("B")
+    rows = memoryview(out).cast("B").cast("q")
+    if not 0 <= pos <= end <= len(view):
+        raise ValueError("valid_prefix_run: pos/end outside the buffer")
+    capacity = len(rows) // A.VP_WIDTH
+    n, status = 0, A.VP_END
+    while True:
+        try:
+            found = frame_entry(view, pos, end)
+        except CorruptRecordError:
+            status = A.VP_STOP
+            break
+        if found is None:
+            break
+        size, magic = found
+        if n == capacity:
+            status = A.VP_FULL
+            break
+        batch = RecordBatch(view[pos : pos + 12 + size], pos) if magic == 2 else None
+        if batch is None or (batch.is_control and batch.producer_id >= 0):
+            status = A.VP_STOP  # a legacy entry, or a marker: the walk's own checks
+            break
+        last = batch.last_offset
+        try:
+            batch.ensure_valid()
+            check_entry_offsets(
+                batch.base_offset, last, prev_last if has_prev else None, position=pos
+            )
+        except CorruptRecordError:
+            status = A.VP_STOP
+            break
+        if segment_base < 0 or not 0 <= last - segment_base <= _I32_MAX:
+            status = A.VP_STOP
+            break
+        at = n * A.VP_WIDTH
+        rows[at : at + A.VP_WIDTH] = array(
+            "q",
+            (pos, 12 + size, batch.base_offset, last, batch.max_timestamp,
+             batch.partition_leader_epoch, batch.producer_id),
+        )  # fmt: skip
+        n += 1
+        prev_last, has_prev = last, 1
+        pos += 12 + size
+    return status, pos, n, prev_last, has_prev

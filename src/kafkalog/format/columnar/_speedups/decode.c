@@ -429,3 +429,92 @@ PyObject *kl_decode_legacy_set(PyObject *mod, PyObject *const *args, Py_ssize_t 
     Py_END_ALLOW_THREADS
     return set_result(s, saved, &r, &in);
 }
+
+/* -- valid_prefix_run: the v2 batches recovery keeps, a window at a time ----------------------
+ * valid_prefix_run(buf, pos, end, segment_base, prev_last, has_prev, out) walks the entries of
+ * buf[pos:end] and accepts each magic 2 batch that kafkalog.log.segment.valid_prefix's rule keeps
+ * (entries.frame_entry's framing, the stored CRC-32C, offsets_rule.check_entry_offsets' range and
+ * increase, a last offset within 2^31 - 1 of segment_base), writing one row of VP_WIDTH int64s
+ * to out per batch (VP_* below; positions in buf). It stops at the first entry it does not
+ * accept or leave to the walk: a partial entry or the end (VP_END), an entry the walk must judge
+ * (VP_STOP: a legacy entry, a transaction marker with a producer id, or one that breaks a rule:
+ * the Python walk raises its error), or a full out (VP_FULL). Returns (status, pos, rows,
+ * prev_last, has_prev): where it stopped and the offset rule's memory there. */
+enum { VP_END, VP_STOP, VP_FULL };
+enum { VP_POSITION, VP_SIZE, VP_BASE_OFFSET, VP_LAST_OFFSET, VP_MAX_TIMESTAMP, VP_LEADER_EPOCH,
+       VP_PRODUCER_ID, VP_WIDTH };
+
+static int vp_accepts(const uint8_t *p, Py_ssize_t size, int64_t segment_base, int64_t prev_last,
+                      int has_prev, int64_t *last_out) {
+    if (p[16] != 2 || size < 61) return 0;
+    int attributes = be16(p + 21);
+    int64_t producer_id = be64(p + 43);
+    if ((attributes & 0x20) && producer_id >= 0) return 0; /* a marker: producer state's check */
+    uint32_t stored = (uint32_t)be32(p + 17);
+    if (kl_crc32c(p + 21, size - 21) != stored) return 0;
+    int64_t base = be64(p);
+    int64_t delta = be32(p + 23);
+    if (base < 0 || base > MAX_LAST_OFFSET) return 0;
+    if (delta > 0 && base > MAX_LAST_OFFSET - delta) return 0;
+    int64_t last = base + delta;
+    if (has_prev && base <= prev_last) return 0;
+    if (segment_base < 0 || last < segment_base || last - segment_base > INT32_MAX) return 0;
+    *last_out = last;
+    return 1;
+}
+
+PyObject *kl_valid_prefix_run(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    (void)mod;
+    long long v[5];
+    if (kl_int_args("valid_prefix_run", args, nargs, 7, 1, v, 5) < 0) return NULL;
+    Py_ssize_t pos = (Py_ssize_t)v[0], end = (Py_ssize_t)v[1];
+    int64_t segment_base = v[2], prev_last = v[3];
+    int has_prev = v[4] != 0;
+    Py_buffer in, out;
+    if (kl_get_bytes(args[0], &in) < 0) return NULL;
+    if (PyObject_GetBuffer(args[6], &out, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) {
+        PyBuffer_Release(&in);
+        return NULL;
+    }
+    if (pos < 0 || end > in.len || pos > end) {
+        PyBuffer_Release(&in);
+        PyBuffer_Release(&out);
+        PyErr_SetString(PyExc_ValueError, "valid_prefix_run: pos/end outside the buffer");
+        return NULL;
+    }
+    const uint8_t *b = in.buf;
+    int64_t *rows = out.buf;
+    const Py_ssize_t capacity = out.len / (Py_ssize_t)(VP_WIDTH * sizeof(int64_t));
+    Py_ssize_t n = 0;
+    int status = VP_END;
+    Py_BEGIN_ALLOW_THREADS
+    while (end - pos > 17) {
+        const uint8_t *p = b + pos;
+        int64_t size = be32(p + 8);
+        if (size < 14) { status = VP_STOP; break; }
+        if (size > end - pos - 12) break; /* partial: VP_END */
+        if (p[16] > 2 || (p[16] == 2 && size < 49)) { status = VP_STOP; break; }
+        if (n == capacity) { status = VP_FULL; break; }
+        int64_t last;
+        if (!vp_accepts(p, (Py_ssize_t)size + 12, segment_base, prev_last, has_prev, &last)) {
+            status = VP_STOP;
+            break;
+        }
+        int64_t *row = rows + n * VP_WIDTH;
+        row[VP_POSITION] = pos;
+        row[VP_SIZE] = size + 12;
+        row[VP_BASE_OFFSET] = be64(p);
+        row[VP_LAST_OFFSET] = last;
+        row[VP_MAX_TIMESTAMP] = be64(p + 35);
+        row[VP_LEADER_EPOCH] = be32(p + 12);
+        row[VP_PRODUCER_ID] = be64(p + 43);
+        n++;
+        prev_last = last;
+        has_prev = 1;
+        pos += (Py_ssize_t)size + 12;
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&in);
+    PyBuffer_Release(&out);
+    return Py_BuildValue("(innLi)", status, pos, n, (long long)prev_last, has_prev);
+}

@@ -46,6 +46,9 @@ static PyMethodDef methods[] = {
            "bytearray."),
     KERNEL(dump_lines,
            "kafka-dump-log's record lines (no data, no header keys) of int64 columns."),
+    KERNEL(valid_prefix_run,
+           "The magic 2 batches of a window that recovery keeps, as int64 rows; stop at the "
+           "first entry the walk must judge."),
     KERNEL(lz4_blocks,
            "Decompress an lz4 frame's blocks into a buffer; return the size, None to leave the "
            "frame to the codec module, or minus the size the buffer must have."),

@@ -32,7 +32,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define ABI_VERSION 13
+#define ABI_VERSION 14
 
 /* output slots */
 enum {
@@ -217,5 +217,6 @@ PyObject *kl_new_bytearray(Py_ssize_t n); /* uninitialized; huge pages where lar
 PyObject *kl_validate_records_v2(PyObject *mod, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kl_lz4_blocks(PyObject *mod, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kl_dump_lines(PyObject *mod, PyObject *const *args, Py_ssize_t nargs);
+PyObject *kl_valid_prefix_run(PyObject *mod, PyObject *const *args, Py_ssize_t nargs);
 
 #endif
