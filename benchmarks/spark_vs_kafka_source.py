@@ -286,6 +286,11 @@ class Bench:
             q.awaitTermination()
             if q.exception() is not None:
                 raise RuntimeError(f"{source} stream failed: {q.exception()}")
+            # the micro-batches' share of the query's wall-clock (the rest: starting and ending it)
+            self.stream_ms = {
+                key: sum(p.durationMs.get(key, 0) for p in q.recentProgress)
+                for key in ("triggerExecution", "addBatch", "latestOffset", "queryPlanning")
+            }
             return sum(p.numInputRows for p in q.recentProgress)
         raise ValueError(query)
 
@@ -304,7 +309,10 @@ class Bench:
                     want = self.expected[query]
                     if result != want:
                         raise AssertionError(f"{query} via {source}: {result}, expected {want}")
-                    runs[query][source].append({"wall_s": round(wall, 3), **cpu})
+                    run = {"wall_s": round(wall, 3), **cpu}
+                    if query == "stream_available_now":
+                        run["progress_ms"] = self.stream_ms
+                    runs[query][source].append(run)
                     line.append(f"{query}/{source} {wall:.2f}s")
             tag = " (warm-up)" if round_ < warmup else ""
             print(f"round {round_}{tag}: " + ", ".join(line), flush=True)
@@ -349,6 +357,42 @@ class Bench:
             "time_range_segments": segments(ranged),
             "time_range_offsets": sum(e - s for s, e in ranged.ranges.values()),
         }
+
+    def in_process(self, repeat: int = 5) -> dict:
+        """The kafkalog source's own work for the time range, its methods called in this process
+        as Spark's Python processes call them (medians, ms): schema() at load(), the reader's
+        partitions() (listings, indexes, timestamps to offsets), pickling the reader and the
+        partitions, and read() of every partition (reading, CRC, lz4, decoding, Arrow)."""
+        import pickle
+
+        from kafkalog.spark import KafkaLogDataSource
+
+        lo, hi = self.time_range
+        options = {"path": self.data, "subscribe": "bench", "startingTimestamp": str(lo),
+                   "endingTimestamp": str(hi)}  # fmt: skip
+        runs: dict[str, list[float]] = {}
+
+        def timed(name, fn, *args):
+            t = time.perf_counter()
+            out = fn(*args)
+            runs.setdefault(name, []).append((time.perf_counter() - t) * 1000)
+            return out
+
+        def pickle_all(reader, parts) -> list[bytes]:
+            return [pickle.dumps(reader)] + [pickle.dumps(p) for p in parts]
+
+        def read_all(reader, parts) -> int:
+            return sum(b.num_rows for p in parts for b in reader.read(p))
+
+        for _ in range(repeat):
+            source = KafkaLogDataSource(options)
+            timed("schema_ms", source.schema)
+            reader = source.reader(None)
+            parts = timed("partitions_ms", reader.partitions)
+            pickled = timed("pickle_ms", pickle_all, reader, parts)
+            rows = timed("read_ms", read_all, reader, parts)
+        out = {k: round(statistics.median(v), 1) for k, v in runs.items()}
+        return {**out, "tasks": len(parts), "pickled_bytes": sum(map(len, pickled)), "rows": rows}
 
 
 def main() -> None:
@@ -402,6 +446,7 @@ def main() -> None:
         rows = bench.measure(queries, args.warmup, args.repeat)
         load_after = os.getloadavg()
         planned = bench.planned_bytes() if "time_range" in queries else None
+        in_process = bench.in_process() if "time_range" in queries else None
         for query, row in rows.items():
             print(
                 f"{query}: kafkalog {row['kafkalog']['median_s']:.2f} s, Spark's Kafka source "
@@ -410,6 +455,7 @@ def main() -> None:
             )
         if planned:
             print(json.dumps(planned), flush=True)
+            print(json.dumps(in_process), flush=True)
         doc = {
             "command": " ".join(["benchmarks/spark_vs_kafka_source.py", *sys.argv[1:]]),
             "versions": {
@@ -437,6 +483,7 @@ def main() -> None:
             "written": written,
             "time_range_ms": list(bench.time_range),
             "kafkalog_time_range_plan": planned,
+            "kafkalog_time_range_in_process": in_process,
             "queries": rows,
             "total_s": round(time.perf_counter() - started, 1),
         }

@@ -13,6 +13,7 @@ an error, or skipped with failOnDataLoss=false.
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import (
@@ -21,18 +22,14 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
-from ..dataset import (
-    OffsetRange,
-    ReadOptions,
-    check_all_given,
-    data_loss,
-    open_selected,
-    plan_input_partitions,
-    read_partition,
-    resolve_spec,
-)
 from ..log.datadir import TopicPartition
 from .datasource import worker_logging
+
+if TYPE_CHECKING:
+    from ..dataset import ReadOptions
+
+# The planner and reader (the log layer, numpy, pyarrow) are imported by the methods that use
+# them: Spark builds this reader in its planning worker only to pickle it.
 
 __all__ = ["KafkaLogStreamReader"]
 
@@ -61,6 +58,8 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def _ends(self) -> dict[TopicPartition, tuple[int, int]]:
         """(log start offset, readable end) of every selected partition now."""
+        from ..dataset import open_selected
+
         logs = open_selected(self.options)
         try:
             return {
@@ -75,6 +74,8 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 log.close()
 
     def initialOffset(self) -> dict:
+        from ..dataset import check_all_given, open_selected, resolve_spec
+
         logs = open_selected(self.options)
         try:
             starting = self.options.starting
@@ -141,6 +142,8 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return _as_json(latest)
 
     def partitions(self, start: dict, end: dict):
+        from ..dataset import OffsetRange, data_loss, open_selected, plan_input_partitions
+
         worker_logging()
         begin, stop = _from_json(start), _from_json(end)
         logs = open_selected(self.options)
@@ -168,6 +171,8 @@ class KafkaLogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return [InputPartition(p) for p in parts]
 
     def read(self, partition):
+        from ..dataset import read_partition
+
         worker_logging()
         return read_partition(partition.value)
 

@@ -501,13 +501,12 @@ class FileRecords(ClosedOnExit):
 def _first_record_from(batch: Batch, timestamp: int, offset: int) -> TimestampAndOffset | None:
     """The batch's first record with a timestamp >= ``timestamp`` and an offset >= ``offset``.
 
-    An uncompressed magic 2 batch is read by the fast path's kernels into arrays (no Python
-    object per record: a 1 MB batch holds thousands); others, or one the kernels find malformed
-    (whose error the record-at-a-time decoder then raises), record by record."""
-    if isinstance(batch, RecordBatch) and not batch.is_compressed:
-        from ...format.columnar import v2_record_columns  # Arrow's import only when searched
-
-        columns = v2_record_columns(batch.buffer, batch.count)
+    A magic 2 batch, compressed or not, is read by the fast path's kernels into arrays (no
+    Python object per record: a broker's batches hold hundreds to thousands, and a time-range
+    plan searches several); others, or one the kernels find malformed (whose error the
+    record-at-a-time decoder then raises), record by record."""
+    if isinstance(batch, RecordBatch):
+        columns = _v2_columns(batch)
         if columns is not None:
             stamps, offsets = columns.timestamps, columns.offsets
             if len(stamps) <= _SMALL_BATCH:  # array operations cost more than a loop here
@@ -524,6 +523,20 @@ def _first_record_from(batch: Batch, timestamp: int, offset: int) -> TimestampAn
         if record.timestamp >= timestamp and record.offset >= offset:
             return TimestampAndOffset(record.timestamp, record.offset, _leader_epoch(batch))
     return None
+
+
+def _v2_columns(batch: RecordBatch):
+    """The batch's records as the kernels' columns (views valid until this thread's next call),
+    or None when they do not decode there."""
+    from ...format import columnar  # Arrow's import only when searched
+
+    if not batch.is_compressed:
+        return columnar.v2_record_columns(batch.buffer, batch.count)
+    from ...format.validate import scan_v2_batches
+
+    headers = scan_v2_batches(batch.buffer, check_crc=False)
+    decoded = columnar.v2_compressed_columns(batch.buffer, headers[0]) if headers else None
+    return None if decoded is None else decoded[0]
 
 
 def _leader_epoch(batch: Batch) -> int | None:
