@@ -417,6 +417,23 @@ def test_the_zero_tail_starts_at_the_first_zero_relative_offset_after_slot_0(
         assert index.entries == count + (1 if count == 0 and slots else 0)
 
 
+def test_a_preallocated_index_is_read_up_to_its_zero_tail_across_growing_reads(tmp_path):
+    """A live broker's active index: entries, then preallocated zeros to 10 MB. The read-only
+    copy stops past the first piece holding the zero tail; the entries are those a whole copy
+    gives, the last ones beyond the first reads included."""
+    path = tmp_path / "0.timeindex"
+    count = 120_000  # 1.44 MB of entries: the 64 KB, 256 KB and 1 MB pieces are all full
+    entries = b"".join(struct.pack(">qi", 1_000 + i, i) for i in range(count))
+    path.write_bytes(entries + bytes(10 * 1024 * 1024 - len(entries)))
+    with TimeIndex(path, 0, skip_zero_tail=True) as index:
+        assert index.entries == count
+        assert index.last_entry == TimestampOffset(timestamp=1_000 + count - 1, offset=count - 1)
+        assert index.lookup(1_000 + 99_999) == TimestampOffset(timestamp=1_000 + 99_999, offset=99_999)
+    path.write_bytes(entries)  # trimmed: no zero tail, read whole
+    with TimeIndex(path, 0, skip_zero_tail=True) as index:
+        assert index.entries == count
+
+
 # -- time index -------------------------------------------------------------------------------
 
 

@@ -66,7 +66,26 @@ _WARM_SECTION_BYTES = 8192
 _INT32_MAX = 2**31 - 1
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 _SCAN_CHUNK_ENTRIES = 8192
+_FIRST_READ = 64 * 1024  # a read-only copy's first piece (a rolled segment's whole index)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+
+def _entries_before_zero_tail(buf, total: int, size: int, field: int, first: int = 1) -> int:
+    """Of the first ``total`` entries of ``size`` bytes in ``buf``, those before the first slot
+    ``i > 0`` whose relative offset (at ``field``) is 0, looking from slot ``first`` on. Reads
+    the relative offsets in bounded chunks; zero tests do not depend on byte order."""
+    start = max(1, first)
+    while start < total:
+        stop = min(total, start + _SCAN_CHUNK_ENTRIES)
+        chunk = buf[start * size : stop * size]
+        words = memoryview(chunk).cast("I")[field // 4 :: size // 4]
+        try:
+            return start + words.tolist().index(0)
+        except ValueError:
+            start = stop
+        finally:
+            words.release()
+    return total
 
 
 class _IndexCopy(bytes):
@@ -160,7 +179,7 @@ class AbstractIndex(IndexFile):
         self._keys: np.ndarray | None = None  # a read-only index's keys, native, when searched
         self._closed = False
         with self._lock:
-            newly_created = self._map_file()
+            newly_created = self._map_file(until_zero_tail=skip_zero_tail)
             self._max_entries = self._length // self.ENTRY_SIZE
             self._entries = 0 if newly_created else self._max_entries
             if skip_zero_tail:
@@ -173,10 +192,11 @@ class AbstractIndex(IndexFile):
 
     # -- opening ------------------------------------------------------------------------------
 
-    def _map_file(self) -> bool:
-        """Open the file: a read-only index is copied, a writable one created if missing (and
-        mapped on first read, within the process's file budget: see :mod:`.file_cache`).
-        True when a writable index had to be created."""
+    def _map_file(self, *, until_zero_tail: bool = False) -> bool:
+        """Open the file: a read-only index is copied (``until_zero_tail``: up to its zero tail,
+        :meth:`_read_entries`), a writable one created if missing (and mapped on first read,
+        within the process's file budget: see :mod:`.file_cache`). True when a writable index
+        had to be created."""
         newly_created = False
         if is_remote(self._file):  # an object: its entries are read whole, like a local copy
             data = self._file.read_bytes()
@@ -200,7 +220,9 @@ class AbstractIndex(IndexFile):
                     raise ValueError(f"Invalid max index size: {self._max_index_size}")
                 os.ftruncate(fd, self._round_down(self._max_index_size))
             self._length = os.fstat(fd).st_size
-            if not self._writable:
+            if not self._writable and until_zero_tail:
+                self._mmap = self._read_entries(fd)
+            elif not self._writable:
                 self._mmap = self._mmap_fd(fd, self._length)
         finally:
             if fd >= 0:
@@ -265,6 +287,23 @@ class AbstractIndex(IndexFile):
             # page past the new end kills the reading process (SIGBUS).
             return _IndexCopy(os.pread(fd, length, 0))
         return mmap.mmap(fd, length, access=mmap.ACCESS_WRITE)
+
+    def _read_entries(self, fd: int) -> _IndexCopy | None:
+        """A read-only copy of the file up to its zero tail (or whole), read in growing pieces:
+        the active segment's index on a live broker is preallocated (10 MB by default) and
+        mostly zeros, which a whole copy would read for a few entries."""
+        size, field = self.ENTRY_SIZE, self._RELATIVE_OFFSET_AT
+        data, piece, scanned = bytearray(), _FIRST_READ, 1
+        while len(data) < self._length:
+            got = os.pread(fd, min(piece, self._length - len(data)), len(data))
+            if not got:  # shorter than it was a moment ago: trimmed by its writer
+                break
+            data += got
+            whole = len(data) // size
+            if _entries_before_zero_tail(data, whole, size, field, scanned) < whole:
+                break
+            scanned, piece = max(1, whole), piece * 4
+        return _IndexCopy(data) if data else None
 
     def _round_down(self, size: int) -> int:
         return self.ENTRY_SIZE * (size // self.ENTRY_SIZE)
@@ -413,26 +452,14 @@ class AbstractIndex(IndexFile):
 
     def count_valid_entries(self) -> int:
         """Entries before the zero tail of an untrimmed file: the first slot ``i > 0`` whose
-        relative offset is 0 ends them (the rule of Kafka's DumpLogSegments). Reads the relative
-        offsets in bounded chunks; zero tests do not depend on byte order."""
+        relative offset is 0 ends them (the rule of Kafka's DumpLogSegments)."""
         with self._lock:
             total = self._entries
             if total <= 1:
                 return total
-            buf = self._buffer()
-            size, field = self.ENTRY_SIZE, self._RELATIVE_OFFSET_AT
-            start = 1
-            while start < total:
-                stop = min(total, start + _SCAN_CHUNK_ENTRIES)
-                chunk = buf[start * size : stop * size]
-                words = memoryview(chunk).cast("I")[field // 4 :: size // 4]
-                try:
-                    return start + words.tolist().index(0)
-                except ValueError:
-                    start = stop
-                finally:
-                    words.release()
-            return total
+            return _entries_before_zero_tail(
+                self._buffer(), total, self.ENTRY_SIZE, self._RELATIVE_OFFSET_AT
+            )
 
     def _slot_for(
         self, target: int, attr: Callable[[int], int], *, largest_lower_bound: bool
