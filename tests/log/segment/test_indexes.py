@@ -428,7 +428,9 @@ def test_a_preallocated_index_is_read_up_to_its_zero_tail_across_growing_reads(t
     with TimeIndex(path, 0, skip_zero_tail=True) as index:
         assert index.entries == count
         assert index.last_entry == TimestampOffset(timestamp=1_000 + count - 1, offset=count - 1)
-        assert index.lookup(1_000 + 99_999) == TimestampOffset(timestamp=1_000 + 99_999, offset=99_999)
+        assert index.lookup(1_000 + 99_999) == TimestampOffset(
+            timestamp=1_000 + 99_999, offset=99_999
+        )
     path.write_bytes(entries)  # trimmed: no zero tail, read whole
     with TimeIndex(path, 0, skip_zero_tail=True) as index:
         assert index.entries == count
