@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from remote_reads import damage_second_batch
 from s3_endpoint import Proxy, moto_s3, upload
 
 import shared_fixtures
@@ -42,21 +43,13 @@ def s3(tmp_path_factory):
         no_configs = shutil.ignore_patterns("kafkalog-topics.json")
         shutil.copytree(root / "written", root / "plain", ignore=no_configs)
         shutil.copytree(root / "written", root / "damaged", ignore=no_configs)
-        _damage(root / "damaged" / "clicks-0" / "00000000000000000000.log")
+        damage_second_batch(root / "damaged" / "clicks-0" / "00000000000000000000.log")
         # A prefix as long as the local root, so that tables padded to their longest path line
         # up alike and the outputs compare byte for byte.
         _base[0] = f"s3://{BUCKET}/" + "p" * (len(str(root)) - len(f"s3://{BUCKET}/"))
         for name in ("written", "plain", "damaged"):
             upload(client, BUCKET, root / name, f"{url()[len(f's3://{BUCKET}/') :]}/{name}")
         yield client, root
-
-
-def _damage(log: Path) -> None:
-    """One byte of the second batch's records flipped: its CRC fails there."""
-    data = bytearray(log.read_bytes())
-    second = 12 + int.from_bytes(data[8:12], "big")
-    data[second + 70] ^= 0xFF
-    log.write_bytes(bytes(data))
 
 
 _base = [f"s3://{BUCKET}"]

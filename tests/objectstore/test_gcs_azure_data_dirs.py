@@ -8,7 +8,6 @@ damage and missing objects are errors naming the object's URL and the byte posit
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import warnings
@@ -17,6 +16,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from gcs_azure_endpoints import AZURITE_KEY, azurite, fake_gcs, upload
+from remote_reads import READ_OPTIONS, damage_second_batch, digest, table
 
 import kafkalog.arrow
 import shared_fixtures
@@ -65,7 +65,7 @@ def stored(request, tmp_path_factory):
         no_configs = shutil.ignore_patterns("kafkalog-topics.json")
         shutil.copytree(root / "written", root / "plain", ignore=no_configs)
         shutil.copytree(root / "written", root / "damaged", ignore=no_configs)
-        _damage(root / "damaged" / "clicks-0" / "00000000000000000000.log")
+        damage_second_batch(root / "damaged" / "clicks-0" / "00000000000000000000.log")
         big = pa.table({"value": [(b"%06d" % i) * 80 for i in range(12_000)]})
         kafkalog.arrow.write_data_dir(big, root / "big", topic="big", num_partitions=1)
         base = store.url("p" * (len(str(root)) - len(store.url()) - 1))
@@ -76,43 +76,10 @@ def stored(request, tmp_path_factory):
         yield result
 
 
-def _damage(log: Path) -> None:
-    """One byte of the second batch's records flipped: its CRC fails there."""
-    data = bytearray(log.read_bytes())
-    second = 12 + int.from_bytes(data[8:12], "big")
-    data[second + 70] ^= 0xFF
-    log.write_bytes(bytes(data))
-
-
-def table(path, **kwargs) -> pa.Table:
-    return kafkalog.arrow.open_data_dir(os.fspath(path), **kwargs).read_all()
-
-
-def digest(t: pa.Table) -> str:
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, t.schema) as w:
-        w.write_table(t.combine_chunks())
-    return hashlib.sha256(sink.getvalue().to_pybytes()).hexdigest()
-
-
 # -- the Arrow reader --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "kwargs",
-    [
-        {},
-        {"topics": "clicks", "starting_offsets": 7, "ending_offsets": 41},
-        {
-            "topics": "clicks,views",
-            "starting_timestamp": T0 + 20_000,
-            "ending_timestamp": T0 + 45_000,
-        },
-        {"include_headers": True},
-        {"topics": "tx", "isolation_level": "read_committed"},
-        {"partitions": {"clicks": [0, 2]}},
-    ],
-)
+@pytest.mark.parametrize("kwargs", READ_OPTIONS)
 def test_written_dir_reads_as_locally(stored, kwargs):
     local = table(stored.root / "written", **kwargs)
     remote = table(stored.url("written"), **kwargs)

@@ -6,8 +6,6 @@ persists is the typed error naming the object and position, in bounded time."""
 
 from __future__ import annotations
 
-import hashlib
-import os
 import re
 import shutil
 import time
@@ -16,11 +14,12 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from remote_reads import READ_OPTIONS, digest, table
 from s3_endpoint import Proxy, moto_s3, upload
 
 import kafkalog.arrow
 import shared_fixtures
-from arrow.arrow_data import T0, write_topics, write_transactions  # the Arrow API tests' data
+from arrow.arrow_data import write_topics, write_transactions  # the Arrow API tests' data
 from kafkalog.dataset import OptionError
 from kafkalog.errors import CorruptRecordError, KafkalogError
 from kafkalog.log.storage import RemoteStorageError, fetched_bytes
@@ -52,32 +51,7 @@ def url(*parts: str) -> str:
     return "/".join([f"s3://{BUCKET}", *parts])
 
 
-def table(path, **kwargs) -> pa.Table:
-    return kafkalog.arrow.open_data_dir(os.fspath(path), **kwargs).read_all()
-
-
-def digest(t: pa.Table) -> str:
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, t.schema) as w:
-        w.write_table(t.combine_chunks())
-    return hashlib.sha256(sink.getvalue().to_pybytes()).hexdigest()
-
-
-@pytest.mark.parametrize(
-    "kwargs",
-    [
-        {},
-        {"topics": "clicks", "starting_offsets": 7, "ending_offsets": 41},
-        {
-            "topics": "clicks,views",
-            "starting_timestamp": T0 + 20_000,
-            "ending_timestamp": T0 + 45_000,
-        },
-        {"include_headers": True},
-        {"topics": "tx", "isolation_level": "read_committed"},
-        {"partitions": {"clicks": [0, 2]}},
-    ],
-)
+@pytest.mark.parametrize("kwargs", READ_OPTIONS)
 def test_written_dir_reads_as_locally(s3, kwargs):
     _, _, root = s3
     local = table(root / "written", **kwargs)
