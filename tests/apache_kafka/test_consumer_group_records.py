@@ -278,11 +278,7 @@ def test_java_consumer_carries_on_across_a_crash(kafka_dist, tmp_path):
     try:
         prepare(kafka_dist, server.bootstrap, topic)
         consumer = Consumer(kafka_dist, server.bootstrap, topic, group, tmp_path / "c.out")
-        wait_for(lambda: consumer.committed() == RECORDS, "the first commits")
-        described = describe_members(kafka_dist, server.bootstrap, group)
-        state = describe_state(kafka_dist, server.bootstrap, group)
-        assert state[0] == "Stable", state
-        events_before = len(consumer.events())
+        described, state, events_before = settled(kafka_dist, server.bootstrap, consumer, group)
         server.kill()
         server = ServerProcess(data, *args, port=server.port).start()
         # Heartbeats go on (every 5 s) and records keep coming: the member is still the same.
@@ -301,6 +297,18 @@ def test_java_consumer_carries_on_across_a_crash(kafka_dist, tmp_path):
         if consumer is not None:
             consumer.stop()
         server.stop()
+
+
+def settled(
+    dist, bootstrap: str, consumer: Consumer, group: str
+) -> tuple[list[list[str]], list[str], int]:
+    """Once ``consumer`` committed every record and its group is Stable: the group's members and
+    state as described, and how many events the consumer had printed by then."""
+    wait_for(lambda: consumer.committed() == RECORDS, "the first commits")
+    members = describe_members(dist, bootstrap, group)
+    state = describe_state(dist, bootstrap, group)
+    assert state[0] == "Stable", state
+    return members, state, len(consumer.events())
 
 
 def describe_members(dist, bootstrap: str, group: str) -> list[list[str]]:
@@ -367,11 +375,7 @@ def test_kafka_takes_over_a_group_serve_ran(kafka_dist, tmp_path):
     try:
         prepare(kafka_dist, server.bootstrap, topic)
         consumer = Consumer(kafka_dist, server.bootstrap, topic, group, tmp_path / "c.out")
-        wait_for(lambda: consumer.committed() == RECORDS, "the first commits")
-        members = describe_members(kafka_dist, server.bootstrap, group)
-        state = describe_state(kafka_dist, server.bootstrap, group)
-        assert state[0] == "Stable", state
-        events_before = len(consumer.events())
+        members, state, events_before = settled(kafka_dist, server.bootstrap, consumer, group)
         assert server.stop() == 0, server.log()
         made = subprocess.run(
             [sys.executable, "-m", "kafkalog.cli.main", "make-bootable", str(data), "--node-id",
