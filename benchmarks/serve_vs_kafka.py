@@ -21,7 +21,9 @@ Measured, the two contenders interleaved (A B, then B A, ...) and each figure th
    one-time step, not counted) and on one holding ``--startup-partitions`` partitions of
    ``--startup-records`` records each (100-byte values, uncompressed), produced once through
    Kafka by librdkafka; serve gets a copy of Kafka's partition directories (the same segment
-   files). Both are stopped cleanly once before the timed starts, and between them.
+   files). Both are stopped cleanly once before the timed starts, and between them. serve runs
+   as an installed one does, its bytecode compiled (``PYTHONDONTWRITEBYTECODE`` unset, a
+   bytecode cache in the work directory filled by that first start).
 2. **Throughput**: for each case (value size, codec, partitions, acks) a fresh topic on each
    broker, ``--mb`` MB of values (JSON-like text, compressible) written by
    - librdkafka (confluent-kafka's ``Producer``, its defaults but acks and compression): wall
@@ -39,10 +41,16 @@ Measured, the two contenders interleaved (A B, then B A, ...) and each figure th
    ProducerPerformance at a fixed rate both brokers sustain, for the latency of a request.
    The brokers' own CPU seconds (/proc) are recorded per run.
 
-Durability: Kafka's default flush policy leaves flushing to the OS (acks=all on one node is
-acknowledged from the page cache); serve's acks=all fsyncs before answering and its acks=1
-answers from the page cache. serve has no setting to skip the fsync of acks=all, so its acks=1
-runs are the like-for-like durability of Kafka's acks=all (both are printed).
+Durability, ``--durability``:
+
+- ``default``: each broker as it comes. Kafka's default flush policy leaves flushing to the OS
+  (acks=all on one node is acknowledged from the page cache); serve's acks=all fsyncs before
+  answering, its acks=1 answers from the page cache. Its acks=1 runs against Kafka's acks=all
+  are then the like-for-like durability (printed as extra rows).
+- ``page-cache``: neither fsyncs before answering: serve with ``--acks-all-durability
+  page-cache``, Kafka with its defaults.
+- ``fsync``: both fsync every append before answering, at any acks:
+  ``log.flush.interval.messages=1`` on both (serve's acks=all flush is that same flush).
 
 The default grid is a subset, each value of each dimension at least once (``DEFAULT_CASES``: 100 B
 uncompressed on 1 partition and 1 KB lz4 on 8, each with acks=1 and acks=all; the consumers read
@@ -110,6 +118,15 @@ SERVE_SETTINGS = [
     "--config",
     "group.initial.rebalance.delay.ms=0",
 ]
+# --durability: each broker's settings beyond the above.
+DURABILITY = {
+    "default": ([], {}),
+    "page-cache": (["--acks-all-durability", "page-cache"], {}),
+    "fsync": (
+        ["--config", "log.flush.interval.messages=1"],
+        {"log.flush.interval.messages": "1"},
+    ),
+}
 PRODUCER_PERF = "org.apache.kafka.tools.ProducerPerformance"
 CONSUMER_PERF = "org.apache.kafka.tools.ConsumerPerformance"
 STARTUP_TOPIC = "bench"
@@ -253,8 +270,13 @@ class KafkaNode(KafkaBroker):
 class Serve:
     """``kafkalog serve DIR`` on a fixed free port."""
 
-    def __init__(self, data_dir: Path, log: Path) -> None:
+    def __init__(self, data_dir: Path, log: Path, settings: tuple[str, ...] = ()) -> None:
         self.data_dir, self.log = data_dir, log
+        self.settings = settings
+        # As installed (pip compiles the bytecode): PYTHONDONTWRITEBYTECODE unset and a bytecode
+        # cache beside the data, filled by the untimed first start.
+        self.env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        self.env["PYTHONPYCACHEPREFIX"] = str(data_dir.parent / "pycache")
         self.port = free_port()
         self.proc: subprocess.Popen | None = None
         self.ready_s = 0.0
@@ -271,13 +293,22 @@ class Serve:
 
     def command(self) -> list[str]:
         exe = str(Path(sys.executable).with_name("kafkalog"))
-        return [exe, "serve", str(self.data_dir), "--listen", self.bootstrap, *SERVE_SETTINGS]
+        return [
+            exe,
+            "serve",
+            str(self.data_dir),
+            "--listen",
+            self.bootstrap,
+            *SERVE_SETTINGS,
+            *self.settings,
+        ]
 
     def start(self, timeout: float = 120, prefix: tuple[str, ...] = ()) -> Serve:
         with open(self.log, "ab") as out:
             start = time.monotonic()
             self.proc = subprocess.Popen(
                 [*prefix, *self.command()],
+                env=self.env,
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
@@ -305,8 +336,8 @@ class Serve:
             return self.proc.wait(30)
 
 
-def start_kafka(dist: KafkaDist, workdir: Path) -> KafkaNode:
-    return KafkaNode(dist, workdir, configs=dict(KAFKA_DEFAULTS)).start()
+def start_kafka(dist: KafkaDist, workdir: Path, extra: dict[str, str] | None = None) -> KafkaNode:
+    return KafkaNode(dist, workdir, configs={**KAFKA_DEFAULTS, **(extra or {})}).start()
 
 
 def create_topic(bootstrap: str, name: str, partitions: int) -> None:
@@ -596,8 +627,9 @@ def interleave_starts(name: str, serve: Serve, kafka: KafkaNode, repeat: int) ->
 
 
 def bench_throughput(dist: KafkaDist, work: Path, args) -> list[dict]:
-    serve = Serve(work / "serve-tp", work / "serve-tp.log").start()
-    kafka = start_kafka(dist, work / "kafka-tp")
+    serve_settings, kafka_settings = DURABILITY[args.durability]
+    serve = Serve(work / "serve-tp", work / "serve-tp.log", tuple(serve_settings)).start()
+    kafka = start_kafka(dist, work / "kafka-tp", kafka_settings)
     brokers = {"serve": serve, "kafka": kafka}
     rows = []
     try:
@@ -683,7 +715,8 @@ def bench_throughput(dist: KafkaDist, work: Path, args) -> list[dict]:
                 )
                 print(json.dumps(row), flush=True)
                 rows.append(row)
-        rows += like_for_like(rows)
+        if args.durability == "default":
+            rows += like_for_like(rows)
         if args.rate:
             rows += bench_latency(dist, brokers, pay_files[min(pay_files)], args)
     finally:
@@ -826,6 +859,13 @@ def main() -> None:
     ap.add_argument("--startup-records", type=int, default=100_000, help="a partition")
     ap.add_argument("--rate", type=int, default=1000, help="fixed-rate latency runs (0: none)")
     ap.add_argument("--rate-seconds", type=int, default=5)
+    ap.add_argument(
+        "--durability",
+        choices=sorted(DURABILITY),
+        default="default",
+        help="default: each broker's own; page-cache: neither fsyncs before answering; "
+        "fsync: both fsync every append (log.flush.interval.messages=1)",
+    )
     ap.add_argument("--skip-startup", action="store_true")
     ap.add_argument("--skip-throughput", action="store_true")
     ap.add_argument("--json", type=Path)

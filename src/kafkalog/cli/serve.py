@@ -143,6 +143,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-connections-per-ip", type=int, default=1000)
     parser.add_argument("--no-sendfile", action="store_true", help="copy fetched records instead")
     parser.add_argument(
+        "--acks-all-durability",
+        choices=("fsync", "page-cache"),
+        default="fsync",
+        help="when an acks=all produce is answered: fsync (default) once its records are "
+        "fsynced, so they survive a power loss; page-cache once they are appended, the OS "
+        "flushing them as Kafka's default flush policy does (flush.messages and flush.ms, or "
+        "log.flush.interval.*, still flush before the answer)",
+    )
+    parser.add_argument(
         "--max-open-files",
         type=int,
         default=None,
@@ -268,6 +277,7 @@ def run(args: argparse.Namespace) -> int:
         max_connections=args.max_connections,
         max_connections_per_ip=args.max_connections_per_ip,
         sendfile=not args.no_sendfile,
+        acks_all_fsync=args.acks_all_durability == "fsync",
         max_open_files=args.max_open_files,
         offsets_topic_num_partitions=args.offsets_topic_num_partitions,
         transaction_state_log_num_partitions=args.transaction_state_log_num_partitions,

@@ -34,6 +34,9 @@ class ServerConfig:
     num_partitions: int = 1  # num.partitions, for auto-created topics
     auto_create_topics_enable: bool = True  # auto.create.topics.enable
     sendfile: bool = True  # send fetched records with os.sendfile where the transport allows
+    # acks=all answered once its records are fsynced (serve's rule); False: once appended, the
+    # OS flushing them as with Kafka's default flush policy (flush.messages/flush.ms still apply).
+    acks_all_fsync: bool = True
     offsets_topic_num_partitions: int = 50  # offsets.topic.num.partitions
     transaction_state_log_num_partitions: int = 50  # transaction.state.log.num.partitions
     # Segment files (.log, .index, .timeindex, .txnindex) open at once; None: half of what the

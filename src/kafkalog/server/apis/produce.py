@@ -3,7 +3,8 @@
 The log layer does Kafka's work (LogValidator's checks and offset assignment, the producer state's
 sequence and epoch checks for idempotent and transactional producers, duplicates answered with
 the original offsets); this module turns its errors into per-partition error codes. acks=all
-waits for an fsync of every partition written, so an acknowledged record survives power loss.
+waits for an fsync of every partition written, so an acknowledged record survives power loss
+(unless the server runs with ``--acks-all-durability page-cache``, Kafka's default flush policy).
 
 Before the log, each partition's records get the checks Kafka's KafkaApis makes on a produce
 (``ProduceRequest.validateRecords``: v3 and later carry exactly one magic 2 batch per partition,
@@ -190,7 +191,8 @@ def handlers(broker: Broker) -> dict[int, Handler]:
                 if durable_below is not None:
                     written.append((topic, part["index"], entry, durable_below))
             responses.append({"name": topic, "partition_responses": parts})
-        if acks != -1:  # those whose flush.messages or flush.ms calls for a flush, as Kafka's
+        if acks != -1 or not broker.config.acks_all_fsync:
+            # those whose flush.messages or flush.ms calls for a flush, as Kafka's append
             written = [w for w in written if broker.flush_due(w[0], w[1])]
         if written:
             # The partitions' fsyncs at once, off the event loop, each joined with other
