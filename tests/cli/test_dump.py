@@ -206,6 +206,61 @@ def test_record_metadata_lines_are_kafka_dump_logs(tmp_path_factory, batches) ->
         assert run_dump("--deep-iteration", str(path)) == (status, out, err)
 
 
+@settings(max_examples=40, deadline=None)
+@given(
+    batches=st.lists(
+        st.tuples(
+            st.integers(min_value=1, max_value=60),  # records
+            st.lists(st.integers(min_value=0, max_value=59), max_size=4),  # gaps after row i
+            st.integers(min_value=0, max_value=2),  # offsets skipped before the batch
+        ),
+        min_size=1,
+        max_size=6,
+    ),
+)
+def test_offset_gaps_inside_batches_are_reported_as_kafka_dump_log(
+    tmp_path_factory, batches
+) -> None:
+    """A compacted log's batches skip offsets inside them: every place the next offset is not
+    the one before plus one is reported (pairs worked out here from the gaps made), and the
+    record lines are kafka-python's offsets, whichever path wrote them."""
+    data, offset, expected_pairs, last = b"", 0, [], -1
+    for n, gaps, skip in batches:
+        offset += skip
+        builder = DefaultRecordBatchBuilder(
+            magic=2, compression_type=0, is_transactional=False, producer_id=-1,
+            producer_epoch=-1, base_sequence=-1, batch_size=1 << 20,
+        )  # fmt: skip
+        delta = 0
+        for i in range(n):
+            record_offset = offset + delta
+            if record_offset != last + 1:
+                expected_pairs.append((last, record_offset))
+            last = record_offset
+            builder.append(delta, timestamp=1_700_000_000_000 + i, key=None, value=b"v",
+                           headers=[])  # fmt: skip
+            delta += 1 + 2 * gaps.count(i)
+        batch = bytearray(builder.build())
+        struct.pack_into(">q", batch, 0, offset)
+        data += bytes(batch)
+        offset += delta
+    path = tmp_path_factory.mktemp("dump") / f"{0:020d}.log"
+    path.write_bytes(data)
+    status, out, err = run_dump("--deep-iteration", str(path))
+    assert status == 0, err
+    assert out.splitlines()[2:] == kafka_dump_log_lines(data, deep=True, print_data=False)
+    reported = [
+        tuple(int(x) for x in line.split(" is followed by "))
+        for line in err.splitlines()
+        if " is followed by " in line
+    ]
+    assert reported == sorted(expected_pairs)
+    with pytest.MonkeyPatch.context() as mp:  # record at a time
+        mp.setattr(columnar.MetadataLineWindows, "lines", lambda self, batch: None)
+        mp.setattr(columnar, "_LINES_MIN_RECORDS", 1 << 62)
+        assert run_dump("--deep-iteration", str(path)) == (status, out, err)
+
+
 def test_legacy_text_lines(tmp_path: Path) -> None:
     data = legacy_set(1, 0, "none", 2) + legacy_set(1, 2, "gzip", 3) + legacy_set(0, 5, "none", 1)
     path = tmp_path / "00000000000000000000.log"

@@ -45,3 +45,18 @@ def test_columns_of_other_lengths_are_refused(name):
         twin(name).dump_lines(a, a, a, a, a, a, np.empty(3, np.int64))
     with pytest.raises(ValueError):
         twin(name).dump_lines(a, a, a, a, a, b, np.empty(4, np.int64))
+
+
+_EDGES = [0, 1, 9, 10, 11, 99, 100, 101, 999, 1000, 1009, 10**13 + 5, 10**18, -1, -9, -10,
+          -99, -100, -101, (1 << 63) - 1, -(1 << 63)]  # fmt: skip
+
+
+def test_every_digit_count_and_sign_is_written_in_full():
+    rows = [(v, 0, v, v, v, v) for v in _EDGES]
+    expected = b"".join(
+        f"| offset: {v} CreateTime: {v} keySize: {v} valueSize: {v} sequence: {v} "
+        f"headerKeys: []\n".encode()
+        for v in _EDGES
+    )
+    for name in ("pure", "compiled"):
+        assert _run(name, rows)[0] == expected

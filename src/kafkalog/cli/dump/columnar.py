@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import struct
+from collections.abc import Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -104,14 +105,17 @@ class MetadataLineWindows:
     def __init__(self, view: memoryview, decoder: fast.ColumnarDecoder) -> None:
         self._view = view
         self._decoder = decoder
-        self._rows: dict[int, tuple[int, int]] = {}  # batch position -> its rows in the window
-        self._offsets: list[int] = []
+        # batch position -> its rows in the window, and whether their offsets follow one another
+        self._rows: dict[int, tuple[int, int, bool]] = {}
+        self._offsets = np.empty(0, np.int64)
         self._lines: list[str] = []  # a line per row, or:
         self._text, self._ends = b"", []  # all the lines, where each ends (no header keys)
         self._end = 0  # the loaded window ends here
 
-    def lines(self, batch: Batch) -> tuple[list[int], str] | None:
-        """As :func:`metadata_lines`, for any data batch of magic 2; None where it cannot."""
+    def lines(self, batch: Batch) -> tuple[Sequence[int], str] | None:
+        """As :func:`metadata_lines`, for any data batch of magic 2; None where it cannot. The
+        offsets are a ``range`` when each follows the one before (no list of a batch's
+        offsets to walk), else a list."""
         if batch.magic < MAGIC_VALUE_V2 or batch.is_control:
             return None
         if batch.position >= self._end:
@@ -119,14 +123,22 @@ class MetadataLineWindows:
         span = self._rows.get(batch.position)
         if span is None:
             return None
-        a, b = span
+        a, b, consecutive = span
+        if a == b:
+            offsets: Sequence[int] = []
+        elif consecutive:
+            first = int(self._offsets[a])
+            offsets = range(first, first + b - a)
+        else:
+            offsets = self._offsets[a:b].tolist()
         if self._lines:
-            return self._offsets[a:b], "".join(self._lines[a:b])
-        return self._offsets[a:b], self._text[self._ends[a] : self._ends[b]].decode("ascii")
+            return offsets, "".join(self._lines[a:b])
+        return offsets, self._text[self._ends[a] : self._ends[b]].decode("ascii")
 
     def _load(self, start: int) -> None:
         view, end = self._view, len(self._view)
-        self._rows, self._offsets, self._lines, self._text, self._ends = {}, [], [], b"", []
+        self._rows, self._lines, self._text, self._ends = {}, [], b"", []
+        self._offsets = np.empty(0, np.int64)
         spans, pos, rows = {}, start, 0
         while pos + 61 <= end and pos - start < _WINDOW_BYTES and view[pos + 16] == MAGIC_VALUE_V2:
             size = 12 + struct.unpack_from(">i", view, pos + 8)[0]
@@ -146,14 +158,19 @@ class MetadataLineWindows:
             return  # each batch on its own: the one at fault is reported precisely
         if rb.num_rows != rows:
             return
-        self._offsets = rb.column("offset").to_pylist()
+        self._offsets = offsets = _ints(rb.column("offset"))
         sizes = [_sizes(rb.column(name)) for name in ("key", "value")]
         headers = rb.column("headers")
         header_keys = headers.flatten().field("key").to_pylist()
-        self._rows = spans
+        flags = _consecutive(offsets, list(spans.values()))
+        self._rows = {
+            pos: (a, b, flag) for (pos, (a, b)), flag in zip(spans.items(), flags, strict=True)
+        }
         if not header_keys:  # the kernels write the lines
-            columns = [_ints(rb.column(name)) for name in ("offset", "timestampType", "timestamp")]
-            columns += [*sizes, _ints(rb.column("sequence"))]
+            ts_type, ts, seq = (
+                _ints(rb.column(name)) for name in ("timestampType", "timestamp", "sequence")
+            )
+            columns = [offsets, ts_type, ts, *sizes, seq]
             ends = np.empty(rows + 1, np.int64)
             self._text = fast.kernels.dump_lines(*columns, ends)
             self._ends = ends.tolist()
@@ -165,7 +182,7 @@ class MetadataLineWindows:
         self._lines = [
             f"| offset: {o} {tt}: {t} keySize: {k} valueSize: {v} sequence: {q} headerKeys: [{h}]\n"
             for o, tt, t, k, v, q, h in zip(
-                self._offsets,
+                offsets.tolist(),
                 ts_types,
                 rb.column("timestamp").to_pylist(),
                 *sizes,
@@ -173,6 +190,20 @@ class MetadataLineWindows:
                 joined,
             )
         ]
+
+
+def _consecutive(offsets: np.ndarray, spans: list[tuple[int, int]]) -> list[bool]:
+    """For each span of rows, whether each offset in it is the one before plus one, found for
+    the whole window at once (a span of no rows: True)."""
+    if not len(offsets):
+        return [True] * len(spans)
+    # breaks[i]: the rows before i whose next offset is not theirs plus one.
+    breaks = np.zeros(len(offsets), np.int64)
+    np.cumsum(np.diff(offsets) != 1, out=breaks[1:])
+    bounds = np.array(spans, np.int64).reshape(-1, 2)
+    first = bounds[:, 0].clip(max=len(offsets) - 1)
+    last = np.maximum(bounds[:, 1] - 1, bounds[:, 0]).clip(max=len(offsets) - 1)
+    return (breaks[last] == breaks[first]).tolist()
 
 
 def _ints(column: pa.Array) -> np.ndarray:

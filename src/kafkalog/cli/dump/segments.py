@@ -75,8 +75,9 @@ class LogDump(FileDump):
                 base_offset, count = batch.last_offset, 0
                 inner_error = e.located(position=batch.position, offset=batch.last_offset)
             records += count
+            valid = batch.is_valid  # once: the batch line and the error below both need it
             try:
-                self.batch(batch, base_offset, count)
+                self.batch(batch, base_offset, count, valid)
             except KafkalogError as e:
                 # A header Kafka cannot read (a codec id no version defines, 5-7 in magic 2,
                 # 4-7 in magic 1): reported like other damage, the dump goes on.
@@ -85,7 +86,7 @@ class LogDump(FileDump):
                 done += size
                 progress.advance(size)
                 continue
-            if not batch.is_valid:
+            if not valid:
                 stored, computed = batch.crc, batch.compute_checksum()
                 self.error(
                     KafkalogError(
@@ -96,7 +97,7 @@ class LogDump(FileDump):
                 )
             if inner_error is not None:
                 self.error(inner_error)
-            elif self.options.deep and count == 0 and batch.is_compressed and batch.is_valid:
+            elif self.options.deep and count == 0 and batch.is_compressed and valid:
                 hidden = hidden_records_problem(batch)  # records Kafka's readers never return
                 if hidden is not None:
                     self.error(
@@ -113,12 +114,15 @@ class LogDump(FileDump):
                     batch_records = []
                 if lines is not None:
                     offsets, text = lines
-                    for offset in offsets:  # as in the loop below
+                    run = isinstance(offsets, range)  # each the one before plus one
+                    for offset in offsets[:1] if run else offsets:  # as in the loop below
                         if offset != last_offset + 1:
                             self.reports.add(
                                 self.reports.non_consecutive, self.path, (last_offset, offset)
                             )
                         last_offset = offset
+                    if run and offsets:
+                        last_offset = offsets[-1]
                     self.out.write(text)
                 for record in batch_records:
                     # kafka-dump-log's rule (4.3+): the first record of a file follows -1, so
@@ -187,11 +191,11 @@ class LogDump(FileDump):
             if start is not None:
                 self.line(f"Log starting offset: {start}")
 
-    def batch(self, batch: Batch, base_offset: int, count: int) -> None:
+    def batch(self, batch: Batch, base_offset: int, count: int, valid: bool) -> None:
         if self.options.json:
-            self.emit(batch_object(batch, base_offset, count))
+            self.emit(batch_object(batch, base_offset, count, valid))
         else:
-            self.line(batch_line(batch, base_offset, count))
+            self.line(batch_line(batch, base_offset, count, valid))
 
     def _parsed(self, batch: Batch, record: Record, wanted: bool) -> Parsed | None:
         if not wanted or batch.is_control:
