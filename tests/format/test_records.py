@@ -734,3 +734,43 @@ def test_a_run_of_entries_is_framed_as_entry_by_entry(tail, cut, flip):
         data[flip % len(data)] ^= 0x5A
     data = bytes(data)
     assert framed_run(data, 0, len(data)) == _frame_one_by_one(data)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    tail=st.binary(max_size=120),
+    cut=st.integers(0, 400),
+    flip=st.integers(0, 400),
+    start=st.integers(0, 3),
+    capacity=st.integers(0, 12),
+)
+def test_both_frame_run_twins_frame_what_framed_run_frames(tail, cut, flip, start, capacity):
+    """``frame_run`` (the readers' framing of a window, C and pure) writes the ends and offset
+    fields ``framed_run`` finds, from any start, up to the room it is given."""
+    import numpy as np
+
+    from kafkalog.format.columnar._pure import kernels as pure
+    from kafkalog.format.entries import framed_run
+
+    from .columnar.fastcheck import compiled_kernels
+
+    buf, _ = _log()
+    data = bytearray(buf[: max(0, len(buf) - cut)] + tail)
+    if data:
+        data[flip % len(data)] ^= 0x5A
+    data = bytes(data)
+    pos = 0
+    for _ in range(start):  # start at a later entry now and then
+        framed = framed_run(data, pos, len(data))[0]
+        pos = framed[0] if framed else pos
+    ends, offsets = framed_run(data, pos, len(data))
+    n = min(len(ends), capacity)
+    expected = (
+        (ends[n - 1] if n else pos),
+        n,
+        [x for pair in zip(ends, offsets) for x in pair][: 2 * n],
+    )
+    for twin in (pure, compiled_kernels()):
+        rows = np.full(2 * capacity, -7, np.int64)
+        got_pos, got_n = twin.frame_run(data, pos, len(data), rows)
+        assert (got_pos, got_n, rows[: 2 * got_n].tolist()) == expected

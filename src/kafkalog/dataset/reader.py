@@ -26,9 +26,10 @@ import numpy as np
 import pyarrow as pa
 
 from ..errors import CorruptRecordError, KafkalogError
-from ..format.constants import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD
+from ..format.columnar import kernels
+from ..format.constants import HEADER_SIZE_UP_TO_MAGIC, LOG_OVERHEAD, RECORD_OVERHEAD_V0
 from ..format.entries import ENTRY_HEADER as _ENTRY
-from ..format.entries import frame_entry, framed_run
+from ..format.entries import frame_entry
 from ..log.datadir import TopicPartition
 from ..log.storage import RemoteFile, is_remote
 from ..log.tiered import read_remote_log_metadata
@@ -430,26 +431,41 @@ def plan_input_partitions(options: ReadOptions, logs, ranges, *, min_timestamp=N
 
 
 # -- reading ----------------------------------------------------------------------------------
+_SMALLEST_ENTRY = LOG_OVERHEAD + RECORD_OVERHEAD_V0  # what a window of N bytes holds at most
+
+
+def _frame_rows(size: int) -> np.ndarray:
+    """A ``frame_run`` output for every entry a window of ``size`` bytes can hold."""
+    return np.empty(2 * (size // _SMALLEST_ENTRY + 1), np.int64)
+
+
 def _complete_end(
-    buf: memoryview, limit: int, step: int = 0, past: int | None = None
+    buf: memoryview, limit: int, step: int, past: int | None, rows: np.ndarray
 ) -> tuple[int, int | None, list[int], bool]:
     """The end of the last complete entry in ``buf[:limit]`` (framed by the one entry walk; a
     corrupt entry ends it too: the next chunk starts there and reports it), that entry's offset
     field (a v2 batch's base offset, a legacy entry's own offset), with ``step`` entry ends about
     every ``step`` bytes (where a chunk can be cut into pieces of whole entries), and whether
     the walk stopped at an entry whose offset field is ``past`` or beyond (damage: see
-    :func:`_chunks`)."""
-    ends, offsets = framed_run(buf, 0, limit)
-    pos, last, cuts = 0, None, []
-    mark = step if step else limit + 1
-    for entry_end, offset in zip(ends, offsets):
-        if past is not None and offset >= past:
-            return pos, last, cuts, True
-        last, pos = offset, entry_end
-        if pos >= mark:
-            cuts.append(pos)
-            mark = pos + step
-    return pos, last, cuts, False
+    :func:`_chunks`). ``rows`` (:func:`_frame_rows` of ``len(buf)`` or more) takes the
+    framing kernel's output, one call for the window."""
+    _, n = kernels.frame_run(buf, 0, limit, rows)
+    ends, offsets = rows[0 : 2 * n : 2], rows[1 : 2 * n : 2]
+    beyond = False
+    if past is not None:
+        at = np.flatnonzero(offsets >= past)
+        if len(at):
+            n, beyond = int(at[0]), True
+            ends, offsets = ends[:n], offsets[:n]
+    if not n:
+        return 0, None, [], beyond
+    cuts: list[int] = []
+    if step:  # the first end at or past each mark, the next mark a step past that end
+        i = int(np.searchsorted(ends, step))
+        while i < n:
+            cuts.append(int(ends[i]))
+            i = int(np.searchsorted(ends, cuts[-1] + step, "left"))
+    return int(ends[-1]), int(offsets[-1]), cuts, beyond
 
 
 def _frame_at(pread, path: str, pos: int, end: int) -> int:
@@ -495,6 +511,7 @@ def _chunks(path: str, start: int, end: int, stop_offset: int | None, chunk: int
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
         pread = functools.partial(os.pread, fd)
     buf = bytearray(min(chunk, max(end - start, 0)) or 1)
+    rows = _frame_rows(len(buf))
     if segment_end is not None and stop_offset is not None and stop_offset >= segment_end:
         stop_offset = None  # the range reads to the segment's end: every entry is checked
     try:
@@ -503,13 +520,14 @@ def _chunks(path: str, start: int, end: int, stop_offset: int | None, chunk: int
             first = _frame_at(pread, path, pos, end)
             if first > len(buf):  # one entry bigger than the buffer: grow for it
                 buf = bytearray(first)
+                rows = _frame_rows(len(buf))
             want = min(len(buf), end - pos)
             view = memoryview(buf)
             if remote is not None:
                 got = remote.readinto(view[:want], pos)
             else:
                 got = os.preadv(fd, [view[:want]], pos)
-            usable, last, cuts, beyond = _complete_end(view, got, step, segment_end)
+            usable, last, cuts, beyond = _complete_end(view, got, step, segment_end, rows)
             if usable:
                 yield pos, view[:usable], [c for c in cuts if c < usable]
             if beyond:

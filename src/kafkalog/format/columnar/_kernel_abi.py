@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import operator
 
-ABI_VERSION = 14
+ABI_VERSION = 15
 
 # -- output slots (sink arrays, in this order) ---------------------------------------------------
 OFFSET = 0  # int64[R]
@@ -186,6 +186,10 @@ VP_FULL = 2  # out is full before the entry at pos
 VP_POSITION, VP_SIZE, VP_BASE_OFFSET, VP_LAST_OFFSET = 0, 1, 2, 3
 VP_MAX_TIMESTAMP, VP_LEADER_EPOCH, VP_PRODUCER_ID = 4, 5, 6
 VP_WIDTH = 7
+
+# -- frame_run (entries.framed_run's framing, a window at a time): int64 pairs of a row per entry
+FR_END, FR_OFFSET = 0, 1  # where the entry ends (positions in the buffer), its offset field
+FR_WIDTH = 2
 
 # -- decode_records_v2's batch fields, out of a v2 header unpacked whole (constants.BATCH_HEADER):
 # count, base offset, base and max timestamps, attributes, base sequence, producer id and epoch,

@@ -37,6 +37,7 @@ KERNEL_FUNCTIONS = (
     "lz4_blocks",
     "dump_lines",
     "valid_prefix_run",
+    "frame_run",
 )
 
 FORCED_PURE = os.environ.get("KAFKALOG_PUREPYTHON", "") not in ("", "0")

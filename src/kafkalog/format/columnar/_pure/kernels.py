@@ -44,6 +44,7 @@ __all__ = [
     "encode_compressed",
     "encode_plan",
     "encode_records",
+    "frame_run",
     "header_columns",
     "int64_column",
     "lz4_blocks",
@@ -906,3 +907,20 @@ def valid_prefix_run(buf, pos, end, segment_base, prev_last, has_prev, out):
         prev_last, has_prev = last, 1
         pos += 12 + size
     return status, pos, n, prev_last, has_prev
+
+
+def frame_run(buf, pos, end, out):
+    """The ends and offset fields of the entries :func:`~kafkalog.format.entries.framed_run`
+    frames from ``buf[pos:end]``, as int64 pairs in ``out`` up to its capacity: ``(pos, n)``,
+    where the run stopped and how many pairs were written (the compiled twin's contract)."""
+    from ...entries import framed_run
+
+    view = memoryview(buf).cast("B")
+    rows = memoryview(out).cast("B").cast("q")
+    if not 0 <= pos <= end <= len(view):
+        raise ValueError("frame_run: pos/end outside the buffer")
+    ends, offsets = framed_run(view, pos, end)
+    n = min(len(ends), len(rows) // 2)
+    for i in range(n):
+        rows[2 * i], rows[2 * i + 1] = ends[i], offsets[i]
+    return (ends[n - 1] if n else pos), n

@@ -463,6 +463,25 @@ static int vp_accepts(const uint8_t *p, Py_ssize_t size, int64_t segment_base, i
     return 1;
 }
 
+/* A window kernel's two buffers: the input (bytes-like) and the int64 rows it writes (writable,
+ * contiguous), with pos/end checked against the input; 0, or -1 with the error set and nothing
+ * held. */
+static int window_buffers(const char *name, PyObject *buf, PyObject *rows, Py_ssize_t pos,
+                          Py_ssize_t end, Py_buffer *in, Py_buffer *out) {
+    if (kl_get_bytes(buf, in) < 0) return -1;
+    if (PyObject_GetBuffer(rows, out, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) {
+        PyBuffer_Release(in);
+        return -1;
+    }
+    if (pos < 0 || end > in->len || pos > end) {
+        PyBuffer_Release(in);
+        PyBuffer_Release(out);
+        PyErr_Format(PyExc_ValueError, "%s: pos/end outside the buffer", name);
+        return -1;
+    }
+    return 0;
+}
+
 PyObject *kl_valid_prefix_run(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
     (void)mod;
     long long v[5];
@@ -471,17 +490,7 @@ PyObject *kl_valid_prefix_run(PyObject *mod, PyObject *const *args, Py_ssize_t n
     int64_t segment_base = v[2], prev_last = v[3];
     int has_prev = v[4] != 0;
     Py_buffer in, out;
-    if (kl_get_bytes(args[0], &in) < 0) return NULL;
-    if (PyObject_GetBuffer(args[6], &out, PyBUF_WRITABLE | PyBUF_C_CONTIGUOUS) < 0) {
-        PyBuffer_Release(&in);
-        return NULL;
-    }
-    if (pos < 0 || end > in.len || pos > end) {
-        PyBuffer_Release(&in);
-        PyBuffer_Release(&out);
-        PyErr_SetString(PyExc_ValueError, "valid_prefix_run: pos/end outside the buffer");
-        return NULL;
-    }
+    if (window_buffers("valid_prefix_run", args[0], args[6], pos, end, &in, &out) < 0) return NULL;
     const uint8_t *b = in.buf;
     int64_t *rows = out.buf;
     const Py_ssize_t capacity = out.len / (Py_ssize_t)(VP_WIDTH * sizeof(int64_t));
@@ -517,4 +526,36 @@ PyObject *kl_valid_prefix_run(PyObject *mod, PyObject *const *args, Py_ssize_t n
     PyBuffer_Release(&in);
     PyBuffer_Release(&out);
     return Py_BuildValue("(innLi)", status, pos, n, (long long)prev_last, has_prev);
+}
+
+/* -- frame_run: where a run of entries ends -------------------------------------------------
+ * frame_run(buf, pos, end, out) -> (pos, n): the entries kafkalog.format.entries.framed_run frames
+ * one after another from buf[pos:end] (its rules: a size of at least 14 that the window holds
+ * whole, magic 0-2, a magic 2 batch of at least 61 bytes), up to the first partial or corrupt one
+ * or a full out; out (int64[2 * capacity]) gets each entry's end and offset field. No CRC: the
+ * reader's decoding checks it. */
+PyObject *kl_frame_run(PyObject *mod, PyObject *const *args, Py_ssize_t nargs) {
+    (void)mod;
+    long long v[2];
+    if (kl_int_args("frame_run", args, nargs, 4, 1, v, 2) < 0) return NULL;
+    Py_ssize_t pos = (Py_ssize_t)v[0], end = (Py_ssize_t)v[1];
+    Py_buffer in, out;
+    if (window_buffers("frame_run", args[0], args[3], pos, end, &in, &out) < 0) return NULL;
+    const uint8_t *b = in.buf;
+    int64_t *rows = out.buf;
+    const Py_ssize_t capacity = out.len / (Py_ssize_t)(2 * sizeof(int64_t));
+    Py_ssize_t n = 0;
+    while (end - pos > 17 && n < capacity) {
+        const uint8_t *p = b + pos;
+        int64_t size = be32(p + 8);
+        if (size < 14 || size > end - pos - 12) break;
+        if (p[16] > 2 || (p[16] == 2 && size < 49)) break;
+        pos += (Py_ssize_t)size + 12;
+        rows[2 * n] = pos;
+        rows[2 * n + 1] = be64(p);
+        n++;
+    }
+    PyBuffer_Release(&in);
+    PyBuffer_Release(&out);
+    return Py_BuildValue("(nn)", pos, n);
 }

@@ -49,6 +49,9 @@ static PyMethodDef methods[] = {
     KERNEL(valid_prefix_run,
            "The magic 2 batches of a window that recovery keeps, as int64 rows; stop at the "
            "first entry the walk must judge."),
+    KERNEL(frame_run,
+           "The ends and offset fields of the entries framed one after another, as int64 pairs; "
+           "stop at the first partial or corrupt one."),
     KERNEL(lz4_blocks,
            "Decompress an lz4 frame's blocks into a buffer; return the size, None to leave the "
            "frame to the codec module, or minus the size the buffer must have."),

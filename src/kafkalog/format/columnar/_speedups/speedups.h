@@ -32,7 +32,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#define ABI_VERSION 14
+#define ABI_VERSION 15
 
 /* output slots */
 enum {
@@ -218,5 +218,6 @@ PyObject *kl_validate_records_v2(PyObject *mod, PyObject *const *args, Py_ssize_
 PyObject *kl_lz4_blocks(PyObject *mod, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kl_dump_lines(PyObject *mod, PyObject *const *args, Py_ssize_t nargs);
 PyObject *kl_valid_prefix_run(PyObject *mod, PyObject *const *args, Py_ssize_t nargs);
+PyObject *kl_frame_run(PyObject *mod, PyObject *const *args, Py_ssize_t nargs);
 
 #endif
