@@ -44,9 +44,9 @@ def _b64(data: bytes | None) -> str | None:
     return None if data is None else base64.b64encode(data).decode("ascii")
 
 
-def batch_object(batch: Batch, base_offset: int, count: int, valid: bool | None = None) -> dict:
-    """The ``batch`` object of the JSON contract (docs/cli.md); ``valid``: the CRC check's
-    answer when the caller has it (one CRC a batch)."""
+def batch_object(batch: Batch, base_offset: int, count: int, valid: bool) -> dict:
+    """The ``batch`` object of the JSON contract (docs/cli.md); ``valid``: the batch's CRC
+    check, which the caller makes once."""
     return {
         "type": "batch",
         "position": batch.position,
@@ -57,7 +57,7 @@ def batch_object(batch: Batch, base_offset: int, count: int, valid: bool | None 
         "magic": batch.magic,
         "compression": batch.compression.label,
         "crc": batch.crc,
-        "isValid": batch.is_valid if valid is None else valid,
+        "isValid": valid,
         "timestampType": str(batch.timestamp_type),
         "maxTimestamp": batch.max_timestamp,
         "producerId": batch.producer_id,
@@ -102,9 +102,9 @@ def _bool(value: bool) -> str:
     return "true" if value else "false"
 
 
-def batch_line(batch: Batch, base_offset: int, count: int, valid: bool | None = None) -> str:
-    """One batch line exactly as kafka-dump-log prints it; ``valid``: the CRC check's answer
-    when the caller has it (one CRC a batch)."""
+def batch_line(batch: Batch, base_offset: int, count: int, valid: bool) -> str:
+    """One batch line exactly as kafka-dump-log prints it; ``valid``: the batch's CRC check,
+    which the caller makes once."""
     if batch.magic >= MAGIC_VALUE_V2:
         horizon = batch.delete_horizon_ms
         head = (
@@ -121,7 +121,7 @@ def batch_line(batch: Batch, base_offset: int, count: int, valid: bool | None = 
         f"{head} position: {batch.position} {batch.timestamp_type}: {batch.max_timestamp} "
         f"size: {batch.size_in_bytes} magic: {batch.magic} "
         f"compresscodec: {batch.compression.label} crc: {batch.crc} "
-        f"isvalid: {_bool(batch.is_valid if valid is None else valid)}"
+        f"isvalid: {_bool(valid)}"
     )
 
 
