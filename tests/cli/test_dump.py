@@ -196,14 +196,23 @@ def test_record_metadata_lines_are_kafka_dump_logs(tmp_path_factory, batches) ->
             struct.pack_into(">I", batch, 17, crc32c(bytes(batch[21:])))
         data += bytes(batch)
         offset += n
+    deep_dump_as_kafka_dump_log(tmp_path_factory, data)
+
+
+def deep_dump_as_kafka_dump_log(tmp_path_factory, data: bytes) -> str:
+    """``dump --deep-iteration`` of a segment holding ``data``: exit 0, the lines of
+    kafka-dump-log (from kafka-python's decoding), and the same output when every record goes
+    the record-at-a-time path (no window of lines, no columns); its stderr."""
     path = tmp_path_factory.mktemp("dump") / f"{0:020d}.log"
     path.write_bytes(data)
     status, out, err = run_dump("--deep-iteration", str(path))
     assert status == 0, err
     assert out.splitlines()[2:] == kafka_dump_log_lines(data, deep=True, print_data=False)
     with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(columnar.MetadataLineWindows, "lines", lambda self, batch: None)
         mp.setattr(columnar, "_LINES_MIN_RECORDS", 1 << 62)
         assert run_dump("--deep-iteration", str(path)) == (status, out, err)
+    return err
 
 
 @settings(max_examples=40, deadline=None)
@@ -244,21 +253,13 @@ def test_offset_gaps_inside_batches_are_reported_as_kafka_dump_log(
         struct.pack_into(">q", batch, 0, offset)
         data += bytes(batch)
         offset += delta
-    path = tmp_path_factory.mktemp("dump") / f"{0:020d}.log"
-    path.write_bytes(data)
-    status, out, err = run_dump("--deep-iteration", str(path))
-    assert status == 0, err
-    assert out.splitlines()[2:] == kafka_dump_log_lines(data, deep=True, print_data=False)
+    err = deep_dump_as_kafka_dump_log(tmp_path_factory, data)
     reported = [
         tuple(int(x) for x in line.split(" is followed by "))
         for line in err.splitlines()
         if " is followed by " in line
     ]
     assert reported == sorted(expected_pairs)
-    with pytest.MonkeyPatch.context() as mp:  # record at a time
-        mp.setattr(columnar.MetadataLineWindows, "lines", lambda self, batch: None)
-        mp.setattr(columnar, "_LINES_MIN_RECORDS", 1 << 62)
-        assert run_dump("--deep-iteration", str(path)) == (status, out, err)
 
 
 def test_legacy_text_lines(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from gcs_azure_endpoints import AZURITE_KEY, azurite, fake_gcs, upload
-from remote_reads import READ_OPTIONS, damage_second_batch, digest, table
+from remote_reads import READ_OPTIONS, damage_second_batch, digest, read_as_locally, table
 
 import kafkalog.arrow
 import shared_fixtures
@@ -206,36 +206,7 @@ def test_real_broker_data_dirs_read_as_locally(stored):
     checked = 0
     for name in SAMPLE_DATA_DIRS:
         stored.upload(KAFKA_DATA / name, f"fixtures/{name}")
-        local_dir = KAFKA_DATA / name
-        from kafkalog.dataset import discover
-
-        topics = sorted({tp.topic for tp in discover([local_dir])})
-        kwargs = {"topics": topics} if topics else {"topic_pattern": ".*"}
-        kwargs["fail_on_data_loss"] = False
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            local = table(local_dir, **kwargs)
-            remote = table(stored.url("fixtures", name), **kwargs)
-        assert digest(remote) == digest(local), name
-        for key, facts in expected.items():
-            if (
-                not key.startswith(name + "/")
-                or not key.endswith(".log")
-                or facts.get("control_batches")
-                or not facts.get("clean_to_end")
-            ):
-                continue
-            rows = remote.filter(
-                pa.compute.and_(
-                    pa.compute.equal(remote["topic"], facts["topic"]),
-                    pa.compute.equal(remote["partition"], facts["partition"]),
-                )
-            )
-            offsets = rows["offset"].to_pylist()
-            inside = [o for o in offsets if facts["first_offset"] <= o <= facts["last_offset"]]
-            if offsets and min(offsets) <= facts["first_offset"] and facts["records"]:
-                assert len(inside) == facts["records"], key
-                checked += 1
+        checked += read_as_locally(KAFKA_DATA / name, stored.url("fixtures", name), expected)
     assert checked > 10
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from remote_reads import READ_OPTIONS, digest, table
+from remote_reads import READ_OPTIONS, digest, read_as_locally, table
 from s3_endpoint import Proxy, moto_s3, upload
 
 import kafkalog.arrow
@@ -200,37 +200,7 @@ def test_real_broker_data_dirs_read_as_locally(s3):
         upload(client, BUCKET, KAFKA_DATA / name, f"fixtures/{name}")
     checked = 0
     for name in shared_fixtures.DATA_DIRS:
-        local_dir = KAFKA_DATA / name
-        kwargs = {"topic_pattern": ".*", "fail_on_data_loss": False}
-        topics = sorted({tp.topic for tp in _discover(local_dir)})
-        if topics:
-            kwargs = {"topics": topics, "fail_on_data_loss": False}
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            local = table(local_dir, **kwargs)
-            remote = table(url("fixtures", name), **kwargs)
-        assert digest(remote) == digest(local), name
-        # Independent facts: each whole segment's record count and offsets (EXPECTED.json).
-        for key, facts in expected.items():
-            if (
-                not key.startswith(name + "/")
-                or not key.endswith(".log")
-                or facts.get("control_batches")
-                or not facts.get("clean_to_end")
-            ):
-                continue
-            topic, partition = facts["topic"], facts["partition"]
-            rows = remote.filter(
-                pa.compute.and_(
-                    pa.compute.equal(remote["topic"], topic),
-                    pa.compute.equal(remote["partition"], partition),
-                )
-            )
-            offsets = rows["offset"].to_pylist()
-            inside = [o for o in offsets if facts["first_offset"] <= o <= facts["last_offset"]]
-            if offsets and min(offsets) <= facts["first_offset"] and facts["records"]:
-                assert len(inside) == facts["records"], key
-                checked += 1
+        checked += read_as_locally(KAFKA_DATA / name, url("fixtures", name), expected)
     assert checked > 10
 
 
@@ -241,12 +211,6 @@ def test_the_docs_example_runs(s3, capsys):
     code = code.replace("orders", "clicks").replace("1_000", "10").replace("1_100", "20")
     exec(compile(code, "object-storage.md example", "exec"), {"__name__": "__doc_example__"})
     assert capsys.readouterr().out.strip() == "10"
-
-
-def _discover(path: Path):
-    from kafkalog.dataset import discover
-
-    return discover([path])
 
 
 def test_segment_files_read_by_ranges_as_locally(s3):

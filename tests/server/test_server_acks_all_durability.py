@@ -18,38 +18,18 @@ from __future__ import annotations
 import os
 import threading
 
-import pytest
-
 from kafkalog.protocol import ApiKey
 from kafkalog.server.app import BackgroundServer
 from kafkalog.server.config import ServerConfig
 
+from .kp_records import kp_batch, partition_records
 from .server_process import SMALL, ServerProcess
-from .wire import WireClient
-
-kafka = pytest.importorskip("kafka")
-from kafka.record import MemoryRecords as KpRecords  # noqa: E402
-from kafka.record import MemoryRecordsBuilder as KpBuilder  # noqa: E402
-
-
-def batch(values: list[bytes]) -> bytes:
-    builder = KpBuilder(magic=2, compression_type=0, batch_size=1 << 20)
-    for i, value in enumerate(values):
-        builder.append(timestamp=1_700_000_000_000 + i, key=None, value=value, headers=[])
-    builder.close()
-    return bytes(builder.buffer())
-
-
-def create_topic(client: WireClient, name: str, configs: dict[str, str]) -> None:
-    topic = {"name": name, "num_partitions": 1, "replication_factor": 1,
-             "configs": [{"name": k, "value": v} for k, v in configs.items()]}  # fmt: skip
-    answer = client.call(ApiKey.CREATE_TOPICS, 7, {"topics": [topic]})
-    assert answer["topics"][0]["error_code"] == 0
+from .wire import WireClient, create_topic
 
 
 def produce_all(client: WireClient, topic: str, values: list[bytes]) -> dict:
     body = {"acks": -1, "timeout_ms": 30000, "topic_data": [{"name": topic, "partition_data": [
-        {"index": 0, "records": batch(values)}]}]}  # fmt: skip
+        {"index": 0, "records": kp_batch(values)}]}]}  # fmt: skip
     answer = client.call(ApiKey.PRODUCE, 9, body)
     return answer["responses"][0]["partition_responses"][0]
 
@@ -79,7 +59,7 @@ def run(tmp_path, monkeypatch, acks_all_fsync: bool, configs: dict[str, str]):
     server = BackgroundServer(config).start()
     try:
         client = WireClient("127.0.0.1", server.broker.port, timeout=20)
-        create_topic(client, "t", configs)
+        create_topic(client, "t", configs=configs)
         answers = [produce_all(client, "t", [b"v%d" % i, b"w%d" % i]) for i in range(3)]
         synced = [p for p in fsyncs.paths if p == segment]
         durable = server.broker.get_log("t", 0).durable_offset
@@ -114,7 +94,7 @@ def test_page_cache_server_killed_keeps_every_acknowledged_record(tmp_path):
     server = ServerProcess(data, "--acks-all-durability", "page-cache").start()
     try:
         client = WireClient("127.0.0.1", server.port, timeout=20)
-        create_topic(client, "t", {})
+        create_topic(client, "t")
         for i in range(20):
             values = [b"value %d.%d" % (i, j) for j in range(5)]
             answer = produce_all(client, "t", values)
@@ -123,9 +103,4 @@ def test_page_cache_server_killed_keeps_every_acknowledged_record(tmp_path):
         client.close()
     finally:
         server.kill()
-    read = []  # read back by kafka-python's record code, not ours
-    for path in sorted((data / "t-0").glob("*.log")):
-        records = KpRecords(path.read_bytes())
-        while (found := records.next_batch()) is not None:
-            read += [(record.offset, record.value) for record in found]
-    assert read == acknowledged
+    assert partition_records(data / "t-0") == acknowledged  # read by kafka-python

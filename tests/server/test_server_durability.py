@@ -27,30 +27,14 @@ from kafkalog.protocol import ApiKey
 from kafkalog.server.app import BackgroundServer
 from kafkalog.server.config import ServerConfig
 
+from .kp_records import kp_batch, read_partition
 from .server_process import SMALL, ServerProcess
 from .wire import WireClient
 
 ck = pytest.importorskip("confluent_kafka")
 kafka = pytest.importorskip("kafka")
-from kafka.record import MemoryRecords as KpRecords  # noqa: E402
-from kafka.record import MemoryRecordsBuilder as KpBuilder  # noqa: E402
 
 pytestmark = pytest.mark.slow
-
-
-def read_partition(partition_dir: Path) -> dict[int, bytes]:
-    """offset -> value of every record in the partition's segments (kafka-python's decoder)."""
-    found = {}
-    for path in sorted(partition_dir.glob("*.log")):
-        records = KpRecords(path.read_bytes())
-        while records.has_next():
-            batch = records.next_batch()
-            if batch is None:
-                break
-            assert batch.validate_crc(), path
-            for record in batch:
-                found[record.offset] = record.value
-    return found
 
 
 def test_sigkill_under_acks_all_load_loses_no_acknowledged_record(tmp_path: Path):
@@ -113,14 +97,6 @@ def _recording_disk():
     """The log layer's simulated disk (tests/log/test_crash.py; tests/log is a package)."""
     module = importlib.import_module("log.test_crash")
     return module.RecordingDisk, module.Crash
-
-
-def kp_batch(values: list[bytes]) -> bytes:
-    builder = KpBuilder(magic=2, compression_type=0, batch_size=1 << 20)
-    for i, value in enumerate(values):
-        builder.append(timestamp=1_700_000_000_000 + i, key=None, value=value, headers=[])
-    builder.close()
-    return bytes(builder.buffer())
 
 
 @pytest.mark.parametrize("seed", range(4))

@@ -28,40 +28,11 @@ from kafkalog.protocol import ApiKey
 from kafkalog.server.app import BackgroundServer
 from kafkalog.server.config import ServerConfig
 
+from .kp_records import kp_batch, read_partition
 from .server_process import SMALL, ServerProcess
-from .wire import WireClient
+from .wire import WireClient, create_topic
 
 kafka = pytest.importorskip("kafka")
-from kafka.record import MemoryRecords as KpRecords  # noqa: E402
-from kafka.record import MemoryRecordsBuilder as KpBuilder  # noqa: E402
-
-
-def kp_batch(values: list[bytes]) -> bytes:
-    builder = KpBuilder(magic=2, compression_type=0, batch_size=1 << 20)
-    for i, value in enumerate(values):
-        builder.append(timestamp=1_700_000_000_000 + i, key=None, value=value, headers=[])
-    builder.close()
-    return bytes(builder.buffer())
-
-
-def read_partition(partition_dir: Path) -> dict[int, bytes]:
-    found = {}
-    for path in sorted(partition_dir.glob("*.log")):
-        records = KpRecords(path.read_bytes())
-        while records.has_next():
-            batch = records.next_batch()
-            if batch is None:
-                break
-            for record in batch:
-                found[record.offset] = record.value
-    return found
-
-
-def create_topic(client: WireClient, name: str, partitions: int, configs=()) -> None:
-    topic = {"name": name, "num_partitions": partitions, "replication_factor": 1,
-             "configs": [{"name": k, "value": v} for k, v in configs]}  # fmt: skip
-    answer = client.call(ApiKey.CREATE_TOPICS, 7, {"topics": [topic]})
-    assert answer["topics"][0]["error_code"] == 0
 
 
 def produce(client: WireClient, topic: str, batches: dict[int, list[bytes]], acks: int = -1):

@@ -34,7 +34,7 @@ from kafkalog.server.app import BackgroundServer
 from kafkalog.server.config import ServerConfig
 
 from .server_process import SMALL
-from .wire import WireClient
+from .wire import WireClient, create_topic
 
 kafka = pytest.importorskip("kafka")
 from kafka.record import MemoryRecordsBuilder as KpBuilder  # noqa: E402
@@ -50,13 +50,6 @@ def keyed_batch(records: list[tuple[bytes, bytes]]) -> bytes:
         builder.append(timestamp=1_700_000_000_000 + i, key=key, value=value, headers=[])
     builder.close()
     return bytes(builder.buffer())
-
-
-def create_topic(client: WireClient, name: str, configs: dict[str, str]) -> None:
-    topic = {"name": name, "num_partitions": 1, "replication_factor": 1,
-             "configs": [{"name": k, "value": v} for k, v in configs.items()]}  # fmt: skip
-    answer = client.call(ApiKey.CREATE_TOPICS, 7, {"topics": [topic]})
-    assert answer["topics"][0]["error_code"] == 0
 
 
 def produce(client: WireClient, topic: str, records: list[tuple[bytes, bytes]]) -> dict:
@@ -106,7 +99,7 @@ def test_server_answers_while_a_cleaner_swap_fsyncs(tmp_path, monkeypatch):
     server = BackgroundServer(ServerConfig([live], port=0, extra=CLEANER, **SMALL)).start()
     try:
         client = WireClient("127.0.0.1", server.broker.port, timeout=20)
-        create_topic(client, "table", {"cleanup.policy": "compact",
+        create_topic(client, "table", configs={"cleanup.policy": "compact",
                                        "internal.segment.bytes": "400"})  # fmt: skip
         for i in range(40):
             assert produce(client, "table", [(b"k%d" % (i % 4), b"v%03d" % i)])["error_code"] == 0
@@ -142,7 +135,7 @@ def test_server_answers_while_a_roll_snapshot_fsyncs(tmp_path, monkeypatch):
     server = BackgroundServer(ServerConfig([live], port=0, **SMALL)).start()
     try:
         client = WireClient("127.0.0.1", server.broker.port, timeout=20)
-        create_topic(client, "rolling", {"internal.segment.bytes": "400"})
+        create_topic(client, "rolling", configs={"internal.segment.bytes": "400"})
         rolled_log = server.broker.get_log("rolling", 0)
         # A roll takes a snapshot even of an empty producer map.
         i = 0
@@ -176,7 +169,7 @@ def test_flush_messages_flushes_on_the_fsync_pool_before_the_answer(tmp_path, mo
     server = BackgroundServer(ServerConfig([live], port=0, **SMALL)).start()
     try:
         client = WireClient("127.0.0.1", server.broker.port, timeout=20)
-        create_topic(client, "flushed", {"flush.messages": "1"})
+        create_topic(client, "flushed", configs={"flush.messages": "1"})
         answers: list[dict] = []
         producer = WireClient("127.0.0.1", server.broker.port, timeout=30)
         sending = threading.Thread(
@@ -212,7 +205,7 @@ def test_first_produce_to_a_new_partition_fsyncs_nothing_on_the_loop(tmp_path, m
     server = BackgroundServer(ServerConfig([live], port=0, **SMALL)).start()
     try:
         client = WireClient("127.0.0.1", server.broker.port, timeout=20)
-        create_topic(client, "fresh", {})
+        create_topic(client, "fresh")
         checkpoint = live / "fresh-0" / "leader-epoch-checkpoint"
         assert checkpoint.read_text().split("\n")[:3] == ["0", "1", "0 0"]
         calls.clear()

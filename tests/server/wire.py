@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import socket
 import struct
+from collections.abc import Iterable, Mapping
 
-from kafkalog.protocol import decode_response, encode_request
+from kafkalog.protocol import ApiKey, decode_response, encode_request
 
 
 class WireClient:
@@ -49,3 +50,16 @@ class WireClient:
 
     def close(self) -> None:
         self.sock.close()
+
+
+def create_topic(
+    client: WireClient,
+    name: str,
+    partitions: int = 1,
+    configs: Mapping[str, str] | Iterable[tuple[str, str]] = (),
+) -> None:
+    """CreateTopics of one topic (replication factor 1) with ``configs``; it must succeed."""
+    topic = {"name": name, "num_partitions": partitions, "replication_factor": 1,
+             "configs": [{"name": k, "value": v} for k, v in dict(configs).items()]}  # fmt: skip
+    answer = client.call(ApiKey.CREATE_TOPICS, 7, {"topics": [topic]})
+    assert answer["topics"][0]["error_code"] == 0
