@@ -17,8 +17,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.patches import Patch
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
@@ -32,10 +34,23 @@ QUERY_LABELS = {
     "stream_available_now": "stream\navailableNow",
 }
 DURABILITY = [
-    ("default", "default: serve fsyncs acks=all,\nKafka leaves it to the OS"),
-    ("page_cache", "page-cache: neither fsyncs\n(--acks-all-durability page-cache)"),
-    ("fsync", "fsync: both fsync every append\n(log.flush.interval.messages=1)"),
+    ("default", "default: serve fsyncs acks=all, Kafka leaves it to the OS"),
+    ("page_cache", "page-cache: neither fsyncs (--acks-all-durability page-cache)"),
+    ("fsync", "fsync: both fsync every append (log.flush.interval.messages=1)"),
 ]
+
+
+def pair(ax: Axes, x: float, ours: float, theirs: float, width: float, ratio: str, size: int):
+    """kafkalog's bar and the alternative's side by side at ``x``, ``ratio`` written above."""
+    ax.bar(x - width / 2, ours, width, color=KAFKALOG)
+    ax.bar(x + width / 2, theirs, width, color=KAFKA)
+    ax.annotate(ratio, (x, max(ours, theirs)), xytext=(0, 3), textcoords="offset points",
+                ha="center", fontsize=size)  # fmt: skip
+
+
+def legend(ax: Axes, ours: str, theirs: str, **kwargs) -> None:
+    ax.legend(handles=[Patch(color=KAFKALOG, label=ours), Patch(color=KAFKA, label=theirs)],
+              **kwargs)  # fmt: skip
 
 
 def spark_figure() -> Figure:
@@ -43,21 +58,13 @@ def spark_figure() -> Figure:
     fig = Figure(figsize=(9, 4.2))
     ax = fig.add_subplot()
     width = 0.38
-    sides = ((-width / 2, "kafkalog", KAFKALOG), (width / 2, "kafka", KAFKA))
     for i, query in enumerate(QUERY_LABELS):
         q = doc["queries"][query]
-        for offset, side, color in sides:
-            runs = [r["wall_s"] for r in q[side]["runs"]]
-            ax.bar(i + offset, q[side]["median_s"], width, color=color)
-            ax.plot([i + offset] * len(runs), runs, "k.", markersize=3)
-        ax.annotate(
-            f"{q['speedup']:.2f}x",
-            (i, max(q["kafkalog"]["median_s"], q["kafka"]["median_s"])),
-            xytext=(0, 4),
-            textcoords="offset points",
-            ha="center",
-            fontsize=9,
-        )
+        ours, theirs = q["kafkalog"], q["kafka"]
+        pair(ax, i, ours["median_s"], theirs["median_s"], width, f"{q['speedup']:.2f}x", 9)
+        for x, side in ((i - width / 2, ours), (i + width / 2, theirs)):
+            runs = [r["wall_s"] for r in side["runs"]]
+            ax.plot([x] * len(runs), runs, "k.", markersize=3)
     ax.set_xticks(range(len(QUERY_LABELS)), list(QUERY_LABELS.values()), fontsize=8)
     ax.set_ylabel("wall clock, s (median; dots: runs)")
     ax.set_title(
@@ -67,13 +74,7 @@ def spark_figure() -> Figure:
         "(ratio: Kafka / kafkalog)",
         fontsize=9,
     )
-    ax.legend(
-        handles=[
-            ax.bar(0, 0, color=KAFKALOG, label="kafkalog source"),
-            ax.bar(0, 0, color=KAFKA, label="Spark's Kafka source"),
-        ],
-        fontsize=8,
-    )
+    legend(ax, "kafkalog source", "Spark's Kafka source", fontsize=8)
     fig.tight_layout()
     return fig
 
@@ -94,28 +95,13 @@ def serve_figure() -> Figure:
             tool = "rdkafka" if r["benchmark"].startswith("librdkafka") else "Java"
             size = "1 KB" if r["value_bytes"] == 1024 else f"{r['value_bytes']} B"
             labels.append(f"{tool}\n{size} {r['codec']}\n{r['partitions']} part.\nacks={r['acks']}")
-            ax.bar(i - 0.2, r["serve"]["mb_per_s"], 0.4, color=KAFKALOG)
-            ax.bar(i + 0.2, r["kafka"]["mb_per_s"], 0.4, color=KAFKA)
-            ax.annotate(
-                f"{r['throughput_ratio']:.2f}",
-                (i, max(r["serve"]["mb_per_s"], r["kafka"]["mb_per_s"])),
-                xytext=(0, 3),
-                textcoords="offset points",
-                ha="center",
-                fontsize=7,
-            )
+            ours, theirs = r["serve"]["mb_per_s"], r["kafka"]["mb_per_s"]
+            pair(ax, i, ours, theirs, 0.4, f"{r['throughput_ratio']:.2f}", 7)
         ax.set_yscale("log")
         ax.set_xticks(range(len(rows)), labels, fontsize=7)
-        ax.set_title(title.replace("\n", " "), fontsize=8)
+        ax.set_title(title, fontsize=8)
         ax.set_ylabel("MB/s of values", fontsize=8)
-    axes[0].legend(
-        handles=[
-            axes[0].bar(0, 0, color=KAFKALOG, label="kafkalog serve"),
-            axes[0].bar(0, 0, color=KAFKA, label="Apache Kafka 4.4"),
-        ],
-        fontsize=7,
-        loc="upper left",
-    )
+    legend(axes[0], "kafkalog serve", "Apache Kafka 4.4", fontsize=7, loc="upper left")
     fig.suptitle(
         "Produce throughput, serve vs Kafka 4.4 (median of 3, log scale; labels: serve / Kafka)",
         fontsize=9,
